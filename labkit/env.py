@@ -1,0 +1,102 @@
+"""Where the lab is running: torch, Python, device, compiler; and the too-old-torch gate."""
+
+from __future__ import annotations
+
+import platform
+import re
+import shutil
+import subprocess
+import sys
+
+import torch
+
+from . import _torch_internals as internals
+
+# The oldest torch with everything the lab relies on: torch.library.custom_op and
+# opcheck (2.4), mutates_args="unknown" and auto_functionalized_v2 (2.5), and the
+# torch.compiler.config module (2.6), whose cache_key_tag the cache fingerprint writes.
+# Only CHECKED_ON releases were run; the features below are checked on import too.
+MINIMUM_TORCH = (2, 6)
+REQUIRED_FEATURES = (
+    ("torch.library.custom_op", lambda: torch.library.custom_op),
+    ("torch.library.opcheck", lambda: torch.library.opcheck),
+    ("torch.compiler.config.cache_key_tag", lambda: torch.compiler.config.cache_key_tag),
+    ("torch.compiler.config.force_disable_caches", lambda: torch.compiler.config.force_disable_caches),
+)
+
+
+class TorchTooOld(RuntimeError):
+    pass
+
+
+def torch_version(text: str | None = None) -> tuple[int, int, int]:
+    """``"2.13.0+cpu"`` -> ``(2, 13, 0)``; pre-release suffixes are ignored."""
+    numbers = re.findall(r"\d+", (text or torch.__version__).split("+")[0])[:3]
+    return tuple(int(n) for n in numbers + ["0"] * (3 - len(numbers)))  # type: ignore[return-value]
+
+
+def check_torch(version: str | None = None) -> str | None:
+    """Raise :class:`TorchTooOld` with one sentence if torch is too old for the lab.
+
+    Returns a short note when torch is newer than the releases labkit was checked on
+    (the lab still runs; its asserting cells will say if a lesson changed), else None.
+    """
+    found = torch_version(version)
+    if found[:2] < MINIMUM_TORCH:
+        need = ".".join(map(str, MINIMUM_TORCH))
+        raise TorchTooOld(
+            f"This lab needs torch >= {need}, but torch {version or torch.__version__} is installed: "
+            f"run  pip install 'torch>={need}'  and restart the kernel.")
+    for feature, probe in REQUIRED_FEATURES:
+        try:
+            probe()
+        except AttributeError:
+            raise TorchTooOld(f"This lab needs {feature}, which torch {torch.__version__} lacks: "
+                              "upgrade torch and restart the kernel.") from None
+    newest = max(torch_version(v) for v in internals.CHECKED_ON)
+    if found[:2] > newest[:2]:
+        return (f"torch {version or torch.__version__} is newer than the releases this lab was checked on "
+                f"({', '.join(internals.CHECKED_ON)}); cells that assert torch's behaviour will tell you "
+                "if a lesson changed.")
+    return None
+
+
+def pick_device() -> torch.device:
+    """CUDA when a GPU is present, else the CPU: every lesson runs on both."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def _compiler_version(path: str) -> str:
+    try:
+        first = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10).stdout
+        return first.splitlines()[0] if first else path
+    except (OSError, subprocess.SubprocessError):
+        return path
+
+
+def report() -> dict[str, str]:
+    """A small dict describing this environment; stable enough to print in a notebook."""
+    device = pick_device()
+    info = {
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "platform": f"{platform.system()} {platform.machine()}",
+        "device": str(device),
+    }
+    if device.type == "cuda":
+        info["gpu"] = torch.cuda.get_device_name(0)
+        try:
+            import triton
+
+            info["triton"] = triton.__version__
+        except ImportError:
+            info["triton"] = "missing (Inductor cannot generate GPU kernels)"
+    compiler = internals.cpp_compiler() or shutil.which("g++") or shutil.which("gcc") or ""
+    info["c++ compiler"] = _compiler_version(compiler) if compiler else "none found (Inductor on CPU needs one)"
+    info["in Colab"] = str("google.colab" in sys.modules)
+    return info
+
+
+def report_text() -> str:
+    width = max(map(len, report()))
+    return "\n".join(f"{key:<{width}}  {value}" for key, value in report().items())

@@ -1,0 +1,164 @@
+"""Turn a :class:`~labkit.stages.StageReport` into text, HTML and pictures.
+
+Nothing here computes anything about torch: it only presents what the core found,
+so the same report looks the same in a notebook, a widget, a test or a terminal.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+from .stages import StageReport
+
+STAGES = (("dynamo", "Dynamo graph"), ("aot", "AOTAutograd graph"), ("inductor", "Inductor code"),
+          ("ran", "kernel ran"))
+
+
+def inductor_call(code: str) -> str:
+    """The ``call()`` function of Inductor's generated module: where kernels are invoked."""
+    match = re.search(r"\n( *)def call\(self, args\):\n(.*?)\n\1    return [^\n]*", code, re.S)
+    if not match:
+        match = re.search(r"\ndef call\(args\):\n(.*?)\n    return [^\n]*", code, re.S)
+    if not match:
+        return code.strip()
+    return "\n".join(line for line in _dedent(match.group(0)).splitlines() if line.strip())
+
+
+def _dedent(text: str) -> str:
+    lines = text.strip("\n").splitlines()
+    indent = min(len(line) - len(line.lstrip()) for line in lines if line.strip())
+    return "\n".join(line[indent:] for line in lines)
+
+
+def fate_line(report: StageReport, op_name: str) -> str:
+    marks = {True: "kept", False: "REMOVED", None: "—"}
+    fate = report.fate(op_name)
+    ran = {True: "yes", False: "NO", None: "—"}[fate["ran"]]
+    return (f"{op_name}: Dynamo {marks[fate['dynamo']]} · AOT {marks[fate['aot']]} · "
+            f"Inductor {marks[fate['inductor']]} · kernel ran: {ran}")
+
+
+def summary(report: StageReport, ops: list[str] | None = None) -> str:
+    """A few lines: the experiment, the verdict, kernel calls, each op's fate."""
+    ops = ops if ops is not None else sorted(set(report.eager_calls) | set(report.compiled_calls))
+    lines = [f"backend={report.backend}  dynamic={report.dynamic}  inputs: {' | '.join(report.shapes)}"]
+    if report.eager_error:
+        lines.append(f"eager raised {report.eager_error.type_name}: {report.eager_error.message}")
+    if report.error:
+        lines.append(f"torch.compile raised {report.error.type_name}: {report.error.message}")
+    if report.verdict:
+        lines.append(("✔ " if report.verdict.agree else "✘ ") + str(report.verdict))
+    lines.append(f"graphs compiled per call: {report.graphs_per_call}")
+    for op in ops:
+        lines.append(f"{op}: real kernel calls eager={report.eager_calls.get(op, 0)} "
+                     f"compiled={report.compiled_calls.get(op, 0)}")
+        if report.ok:
+            lines.append("  " + fate_line(report, op))
+    return "\n".join(lines)
+
+
+def stage_code(report: StageReport) -> dict[str, str]:
+    """Readable code for each stage that ran (graphs joined when Dynamo made several)."""
+    out = {}
+    if report.dynamo_graphs:
+        out["dynamo"] = "\n\n".join(g.code for g in report.dynamo_graphs)
+    if report.aot_graphs:
+        out["aot"] = "\n\n".join(g.code for g in report.aot_graphs)
+    if report.inductor_code:
+        out["inductor"] = "\n\n".join(inductor_call(c) for c in report.inductor_code)
+    return out
+
+
+def text(report: StageReport, ops: list[str] | None = None) -> str:
+    parts = [summary(report, ops)]
+    for stage, code in stage_code(report).items():
+        title = dict(STAGES)[stage]
+        parts.append(f"--- {title} ---\n{code}")
+    return "\n\n".join(parts)
+
+
+def _highlight(code: str, ops: list[str]) -> str:
+    escaped = html.escape(code)
+    for op in ops:
+        namespace, name = op.split("::")
+        escaped = re.sub(rf"(torch\.ops\.{namespace}\.{name}\.\w+|{namespace}\.{name}\.\w+)",
+                         r'<b style="background:#ffe08a">\1</b>', escaped)
+    escaped = re.sub(r"(auto_functionalized(?:_v2)?|with_effects|aten\.copy_\.default)",
+                     r'<b style="color:#b00020">\1</b>', escaped)
+    return escaped
+
+
+def to_html(report: StageReport, ops: list[str] | None = None) -> str:
+    ops = ops if ops is not None else sorted(set(report.eager_calls) | set(report.compiled_calls))
+    verdict = ""
+    if report.verdict is not None:
+        colour = "#1b7f3b" if report.verdict.agree else "#b00020"
+        verdict = f'<p style="color:{colour};font-weight:bold">{html.escape(str(report.verdict))}</p>'
+    errors = "".join(
+        f'<p style="color:#b00020"><b>{label} raised {html.escape(e.type_name)}</b>: {html.escape(e.message)}</p>'
+        for label, e in (("eager", report.eager_error), ("torch.compile", report.error)) if e)
+    rows = "".join(
+        f"<tr><td><code>{html.escape(op)}</code></td><td>{report.eager_calls.get(op, 0)}</td>"
+        f"<td>{report.compiled_calls.get(op, 0)}</td>"
+        + "".join(_fate_cell(report.fate(op)[s]) if report.ok else "<td>—</td>" for s, _ in STAGES[:3])
+        + "</tr>" for op in ops)
+    table = ("<table><tr><th>op</th><th>calls eager</th><th>calls compiled</th>"
+             + "".join(f"<th>{t}</th>" for _, t in STAGES[:3]) + f"</tr>{rows}</table>")
+    code = "".join(
+        f"<details{' open' if stage != 'dynamo' else ''}><summary>{dict(STAGES)[stage]}</summary>"
+        f"<pre style='font-size:11px'>{_highlight(c, ops)}</pre></details>"
+        for stage, c in stage_code(report).items())
+    head = (f"<p><code>backend={report.backend}</code> · <code>dynamic={report.dynamic}</code> · "
+            f"inputs {html.escape(' | '.join(report.shapes))} · graphs per call {report.graphs_per_call}</p>")
+    return f"<div class='labkit-report'>{head}{verdict}{errors}{table}{code}</div>"
+
+
+def _fate_cell(present: bool | None) -> str:
+    if present is None:
+        return "<td>—</td>"
+    return "<td>kept</td>" if present else '<td style="color:#b00020"><b>removed</b></td>'
+
+
+class Shown:
+    """Displays as HTML in a notebook and as the text summary anywhere else."""
+
+    def __init__(self, report: StageReport, ops: list[str] | None = None):
+        self.report, self.ops = report, ops
+
+    def _repr_html_(self) -> str:
+        return to_html(self.report, self.ops)
+
+    def __repr__(self) -> str:
+        return summary(self.report, self.ops)
+
+
+def show(report: StageReport, ops: list[str] | None = None) -> Shown:
+    """Use as the last line of a cell: ``labkit.show(report)``."""
+    return Shown(report, ops)
+
+
+def draw_fate(report: StageReport, op_name: str, ax=None):
+    """A picture of the op's path through the stages: kept (green) or removed (red)."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7.5, 1.6))
+    fate = report.fate(op_name)
+    for i, (stage, title) in enumerate(STAGES):
+        present = fate[stage]
+        colour = {True: "#c8ecd2", False: "#f8c9cf", None: "#e6e6e6"}[present]
+        word = {True: "kept", False: "removed", None: "not run"}[present]
+        if stage == "ran":
+            word = {True: "yes", False: "no", None: "—"}[present]
+        ax.add_patch(plt.Rectangle((i * 2.5, 0), 2.1, 1, facecolor=colour, edgecolor="#555"))
+        ax.text(i * 2.5 + 1.05, 0.62, title, ha="center", va="center", fontsize=9)
+        ax.text(i * 2.5 + 1.05, 0.3, word, ha="center", va="center", fontsize=10, weight="bold")
+        if i:
+            ax.annotate("", xy=(i * 2.5, 0.5), xytext=(i * 2.5 - 0.4, 0.5),
+                        arrowprops=dict(arrowstyle="->", color="#555"))
+    ax.set_xlim(-0.1, len(STAGES) * 2.5)
+    ax.set_ylim(-0.1, 1.1)
+    ax.axis("off")
+    ax.set_title(f"{op_name}  (backend={report.backend}, dynamic={report.dynamic})", fontsize=10)
+    return ax

@@ -1,0 +1,92 @@
+"""labkit's answer to pytorch #187319: stale compile artifacts after a declaration changes."""
+
+import os
+import shutil
+import tempfile
+
+import pytest
+import torch
+
+import labkit
+from labkit import cache, declare
+from labkit.cache_demo import run_in_subprocess
+
+
+@pytest.fixture
+def restore_policy():
+    yield
+    cache.set_policy("fingerprinted")
+
+
+def test_fingerprint_follows_the_declaration_not_the_handle():
+    declare(name="t::foo", writes=("x",), returns="none")
+    pure = cache.fingerprint()
+    declare(name="t::foo", writes=("x",), mutates_args=("x",), returns="none")
+    mutating = cache.fingerprint()
+    declare(name="t::foo", writes=("x",), returns="none")
+    assert pure != mutating and cache.fingerprint() == pure
+
+
+def test_fingerprint_sees_fake_kernels_and_effects():
+    declare(name="t::foo", returns="none")
+    base = cache.fingerprint()
+    declare(name="t::foo", returns="none", effect="ordered")
+    assert cache.fingerprint() != base
+
+
+def test_the_tag_is_refreshed_on_every_declaration():
+    assert cache.policy() == "fingerprinted"
+    declare(name="t::foo")
+    first = torch.compiler.config.cache_key_tag
+    declare(name="t::foo", writes=("x",), mutates_args=("x",))
+    assert first.startswith(cache.TAG_PREFIX) and torch.compiler.config.cache_key_tag != first
+
+
+def test_policies_set_and_undo_their_switches(restore_policy):
+    saved_dir = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    cache.set_policy("disabled")
+    assert torch.compiler.config.force_disable_caches
+    cache.set_policy("isolated")
+    isolated = os.environ["TORCHINDUCTOR_CACHE_DIR"]
+    assert not torch.compiler.config.force_disable_caches and "labkit-cache-" in isolated
+    cache.set_policy("default")
+    assert torch.compiler.config.cache_key_tag == "" and not os.path.exists(isolated)
+    assert os.environ.get("TORCHINDUCTOR_CACHE_DIR") == saved_dir
+    with pytest.raises(ValueError, match="Cache policy must be"):
+        cache.set_policy("sometimes")
+
+
+def _two_runs(policy):
+    cache_dir = tempfile.mkdtemp(prefix="labkit-test-cache-")
+    try:
+        first = run_in_subprocess("pure", policy, cache_dir)
+        second = run_in_subprocess("mutating", policy, cache_dir)
+    finally:
+        shutil.rmtree(cache_dir, ignore_errors=True)
+    return first, second
+
+
+def test_two_processes_one_cache_dir_without_labkit_protection_go_stale():
+    """Documents torch's bug (observed on 2.13.0 and 2.14.1). If this fails, torch fixed #187319:
+    update notebook 03 and this test."""
+    first, second = _two_runs("default")
+    assert first["x_after"] == [0.0] * 4  # pure declaration: the op is dead code, correctly
+    assert "Tensor(a0!)" in second["schema"]
+    assert second["cache"]["fxgraph_hit"] == 1, "no cache hit: has torch started keying on schemas?"
+    assert second["x_after"] == [0.0] * 4, "the stale artifact is gone: torch may have fixed #187319"
+
+
+def test_two_processes_one_cache_dir_with_the_fingerprint_stay_correct():
+    first, second = _two_runs("fingerprinted")
+    assert first["cache_key_tag"] != second["cache_key_tag"]
+    assert second["cache"]["fxgraph_hit"] == 0
+    assert second["x_after"] == [1.0] * 4 and second["kernel_calls"] == 1
+
+
+def test_the_demo_reports_a_failing_process_clearly(tmp_path):
+    with pytest.raises(RuntimeError, match="demo process failed"):
+        run_in_subprocess("pure", "no-such-policy", str(tmp_path))
+
+
+def test_lab_import_chose_the_fingerprinted_policy():
+    assert labkit.cache.policy() == "fingerprinted"

@@ -1,0 +1,146 @@
+import pytest
+import torch
+
+import labkit
+from labkit import OpSpec, declare, drop, scoped
+from labkit.ops import LabOpError, StaleOpError, call_counts, name_problem
+
+
+def test_declared_mutation_is_in_the_schema():
+    op = declare(name="t::bump", writes=("x",), mutates_args=("x",), returns="none")
+    assert op.schema == "t::bump(Tensor(a0!) x) -> ()"
+    assert op.is_mutable and not op.dce_safe
+
+
+def test_unknown_marks_every_argument_mutable():
+    op = declare(name="t::two", args=("x", "y"), mutates_args="unknown")
+    assert op.schema == "t::two(Tensor(a0!) x, Tensor(a1!) y) -> Tensor"
+
+
+def test_kernel_counts_real_calls_and_really_writes():
+    op = declare(name="t::bump", writes=("x",), mutates_args=("x",), returns="none")
+    x = torch.zeros(3)
+    op(x)
+    op(x)
+    assert op.calls == 2 and call_counts()["t::bump"] == 2
+    assert x.tolist() == [2.0, 2.0, 2.0]
+
+
+def test_fresh_return_is_twice_the_first_argument():
+    op = declare(name="t::scale")
+    assert op(torch.ones(2)).tolist() == [2.0, 2.0]
+
+
+def test_redeclaring_retires_the_old_handle():
+    old = declare(name="t::foo", mutates_args=())
+    new = declare(name="t::foo", writes=("x",), mutates_args=("x",), returns="none")
+    assert old.stale and not new.stale
+    with pytest.raises(StaleOpError, match="redeclared or dropped"):
+        old(torch.ones(1))
+    assert torch.ops.t.foo.default._schema.is_mutable
+
+
+def test_torch_itself_keeps_the_stale_schema_on_a_raw_handle():
+    """What labkit guards against: custom_op replaces silently, the old object still reports the old schema."""
+    first = torch.library.custom_op("t::raw", lambda x: x * 2, mutates_args=(), schema="(Tensor x) -> Tensor")
+
+    def second(x: torch.Tensor) -> None:
+        x.add_(1)
+
+    torch.library.custom_op("t::raw", second, mutates_args=("x",))
+    assert "Tensor(a0!)" not in str(first._opoverload._schema)
+    x = torch.zeros(2)
+    first(x)  # runs the NEW kernel under the OLD schema
+    assert x.tolist() == [1.0, 1.0]
+
+
+def test_drop_frees_the_name():
+    op = declare(name="t::gone")
+    assert drop("t::gone")
+    assert op.stale
+    with pytest.raises(AttributeError):
+        torch.ops.t.gone.default
+    assert declare(name="t::gone", writes=("x",), mutates_args=("x",), returns="none").is_mutable
+
+
+def test_scoped_drops_on_exit_even_after_an_error():
+    with pytest.raises(ZeroDivisionError):
+        with scoped(name="t::tmp") as op:
+            assert not op.stale
+            1 / 0
+    assert op.stale
+    assert "t::tmp" not in labkit.ops.live_ops()
+
+
+def test_a_library_define_name_gets_a_clear_message():
+    lib = torch.library.Library("t", "FRAGMENT")
+    try:
+        lib.define("taken(Tensor x) -> Tensor")
+        with pytest.raises(LabOpError, match="another route"):
+            declare(name="t::taken")
+    finally:
+        lib._destroy()
+
+
+@pytest.mark.parametrize("bad", [
+    "", "   ", "nocolons", "a::b::c", "aten::add", "prims::x", "_hidden::x", "é::op", "ns::ópera",
+    "ns::with space", "x" * 300, "class::op", "ns::def", "ns::1st", "ns::op.overload", None, 42,
+    "__import__('os')::x",
+])
+def test_bad_names_are_refused_with_a_sentence(bad):
+    message = name_problem(bad)
+    assert message and message.endswith((".", "'")) and len(message) < 200
+    with pytest.raises(LabOpError):
+        OpSpec(name=bad)
+
+
+def test_good_names_pass():
+    assert name_problem("mylab::scale_2") is None
+
+
+@pytest.mark.parametrize("fields, match", [
+    ({"returns": "twice"}, "returns must be"),
+    ({"writes": ("y",)}, "not among args"),
+    ({"mutates_args": ("z",)}, "not among args"),
+    ({"effect": "loud"}, "effect must be"),
+    ({"tags": ("no_such_tag",)}, "no torch.Tag"),
+    ({"args": ("x", "lambda")}, "identifiers"),
+])
+def test_bad_specs_are_refused(fields, match):
+    with pytest.raises(LabOpError, match=match):
+        OpSpec(name="t::x", **fields)
+
+
+def test_returning_the_input_raises_torchs_alias_error_in_eager():
+    op = declare(name="t::ret", writes=("x",), mutates_args=("x",), returns="input")
+    with pytest.raises(RuntimeError, match="must not also be an input"):
+        op(torch.ones(1))
+
+
+@pytest.mark.skipif(not hasattr(torch.Tag, "inplace"), reason="torch.Tag.inplace arrived in torch 2.13")
+def test_inplace_tag_makes_returning_the_input_legal():
+    op = declare(name="t::inpl", writes=("x",), mutates_args=("x",), returns="input", tags=("inplace",))
+    assert op.schema == "t::inpl(Tensor(a0!) x) -> Tensor(a0!)"
+    x = torch.zeros(1)
+    assert op(x) is x and x.item() == 1.0
+
+
+@pytest.mark.parametrize("effect", ["side_effect", "ordered"])
+def test_effects_make_a_pure_op_impure(effect):
+    assert declare(name="t::pure", returns="none").dce_safe
+    assert not declare(name="t::pure", returns="none", effect=effect).dce_safe
+
+
+def test_dropping_a_side_effect_op_unregisters_it():
+    from torch.fx.node import _side_effectful_functions
+
+    op = declare(name="t::loud", returns="none", effect="side_effect")
+    assert op.overload in _side_effectful_functions
+    drop("t::loud")
+    assert op.overload not in _side_effectful_functions
+
+
+def test_declares_truthfully():
+    assert OpSpec(name="t::a", writes=("x",), mutates_args=("x",)).declares_truthfully
+    assert not OpSpec(name="t::a", writes=("x",)).declares_truthfully
+    assert OpSpec(name="t::a", mutates_args="unknown").declares_truthfully

@@ -1,0 +1,47 @@
+import torch
+
+import labkit
+from labkit import compile_and_compare, declare, render
+
+
+def _undeclared_report(backend="inductor"):
+    op = declare(name="t::bump", writes=("x",), returns="none")
+
+    def f(x):
+        op(x)
+        return x * 3
+
+    return compile_and_compare(f, torch.ones(3), backend=backend)
+
+
+def test_summary_states_the_verdict_and_the_fate():
+    text = render.summary(_undeclared_report())
+    assert "✘ eager and compiled DIFFER" in text
+    assert "t::bump: Dynamo kept · AOT REMOVED · Inductor REMOVED · kernel ran: NO" in text
+    assert "real kernel calls eager=1 compiled=0" in text
+
+
+def test_text_shows_each_stage():
+    text = render.text(_undeclared_report())
+    assert "--- Dynamo graph ---" in text and "torch.ops.t.bump.default" in text
+    assert "--- Inductor code ---" in text and "def call(self, args):" in text
+
+
+def test_inductor_call_extracts_the_call_function():
+    code = "x = 1\nclass Runner:\n    def call(self, args):\n        a, = args\n        return (a, )\n\nrunner = 1\n"
+    assert render.inductor_call(code) == "def call(self, args):\n    a, = args\n    return (a, )"
+
+
+def test_html_marks_removed_ops_and_errors():
+    html = render.to_html(_undeclared_report("aot_eager"))
+    assert "removed" in html and "DIFFER" in html and "<table>" in html
+    op = declare(name="t::nofake", fake=False)
+    failed = compile_and_compare(lambda x: op(x) + 1, torch.ones(1))
+    assert "no fake impl registered" in render.to_html(failed)
+    assert "torch.compile raised RuntimeError" in repr(labkit.show(failed))
+
+
+def test_draw_fate_draws_one_box_per_stage():
+    ax = labkit.draw_fate(_undeclared_report(), "t::bump")
+    assert len(ax.patches) == 4
+    assert [t.get_text() for t in ax.texts if t.get_text() in ("kept", "removed")] == ["kept", "removed", "removed"]

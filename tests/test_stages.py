@@ -1,0 +1,145 @@
+"""The core experiment against real torch.compile on the CPU (no mocks)."""
+
+import pytest
+import torch
+
+import labkit
+from labkit import compile_and_compare, declare
+from labkit.stages import as_torch_error, compare_runs
+
+BACKENDS = ["aot_eager", "inductor"]
+
+
+def calls_then_triples(op):
+    def f(x):
+        op(x)
+        return x * 3
+
+    return f
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_undeclared_mutation_is_silently_wrong(backend):
+    op = declare(name="t::bump", writes=("x",), mutates_args=(), returns="none")
+    report = compile_and_compare(calls_then_triples(op), torch.ones(3), backend=backend)
+    assert report.ok and not report.verdict.agree
+    assert not report.verdict.inputs_match
+    assert report.verdict.mutated_eager == ("args[0]",) and report.verdict.mutated_compiled == ()
+    assert report.eager_calls["t::bump"] == 1 and report.compiled_calls["t::bump"] == 0
+    assert report.fate("t::bump")["dynamo"] is True and report.fate("t::bump")["aot"] is False
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_declared_mutation_agrees_and_is_functionalized(backend):
+    op = declare(name="t::bump", writes=("x",), mutates_args=("x",), returns="none")
+    report = compile_and_compare(calls_then_triples(op), torch.ones(3), backend=backend)
+    assert report.verdict.agree
+    assert report.compiled_calls["t::bump"] == 1
+    aot = report.aot_graphs[0]
+    (node,) = aot.calls("t::bump")
+    assert node.wrapper.startswith("auto_functionalized") and node.mutating
+    assert any(n.target == "copy_.default" for n in aot.nodes)
+    if backend == "inductor":
+        assert "torch.ops.t.bump.default(arg0_1)" in labkit.render.inductor_call(report.inductor_code[0])
+
+
+def test_eager_backend_keeps_every_call():
+    op = declare(name="t::pure", returns="none")
+    report = compile_and_compare(lambda x: (op(x), x + 1)[1], torch.ones(2), backend="eager")
+    assert report.compiled_calls["t::pure"] == 1
+    assert report.aot_graphs == [] and report.fate("t::pure")["aot"] is None
+
+
+def test_missing_fake_comes_back_as_data():
+    op = declare(name="t::nofake", fake=False)
+    report = compile_and_compare(lambda x: op(x) + 1, torch.ones(2), backend="aot_eager")
+    assert report.error is not None and report.error.kind == "missing_fake"
+    assert report.error.message.startswith("There was no fake impl registered")
+    assert report.verdict is None and not report.ok
+
+
+def test_returning_an_input_fails_in_eager_with_torchs_message():
+    op = declare(name="t::ret", writes=("x",), mutates_args=("x",), returns="input")
+    report = compile_and_compare(lambda x: op(x) + 1, torch.ones(2), backend="aot_eager")
+    assert report.eager_error.kind == "alias_return"
+    assert "must not also be an input to this custom operator" in report.eager_error.message
+    assert "<module" not in report.eager_error.message
+
+
+def test_dynamic_none_recompiles_once_then_goes_symbolic():
+    op = declare(name="t::bump", writes=("x",), mutates_args=("x",), returns="none")
+    sizes = [(torch.ones(n),) for n in (3, 5, 7)]
+    report = compile_and_compare(calls_then_triples(op), calls=sizes, backend="aot_eager", dynamic=None)
+    assert report.graphs_per_call == [1, 1, 0] and report.recompiles == 1
+    assert report.dynamo_graphs[0].input_shapes == ("[3]",)
+    assert report.dynamo_graphs[1].input_shapes[-1].startswith("[s")
+    assert report.verdict.agree and report.compiled_calls["t::bump"] == 3
+
+
+@pytest.mark.parametrize("dynamic, expected", [(False, [1, 1, 1]), (True, [1, 0, 0])])
+def test_static_recompiles_per_shape_dynamic_does_not(dynamic, expected):
+    op = declare(name="t::scale")
+    report = compile_and_compare(lambda x: op(x) + 1, calls=[(torch.ones(n),) for n in (2, 3, 4)],
+                                 backend="aot_eager", dynamic=dynamic)
+    assert report.graphs_per_call == expected
+
+
+def test_unused_pure_result_is_removed_by_aot_but_not_dynamo():
+    op = declare(name="t::scale")
+
+    def f(x):
+        op(x)
+        return x + 1
+
+    report = compile_and_compare(f, torch.ones(2), backend="inductor")
+    assert report.fate("t::scale") == {"dynamo": True, "aot": False, "inductor": False, "ran": False}
+    assert report.verdict.agree  # removing it is correct: nothing observable changed
+
+
+def test_each_capture_starts_from_a_clean_compiler():
+    op = declare(name="t::scale")
+    f = lambda x: op(x) + 1  # noqa: E731
+    for _ in range(12):  # more than Dynamo's recompile limit: never falls back to eager
+        report = compile_and_compare(f, torch.ones(2), backend="aot_eager")
+        assert report.graphs_per_call == [1]
+
+
+def test_captures_trace_for_real_even_when_the_cache_is_warm():
+    op = declare(name="t::scale")
+    f = lambda x: op(x) * 2  # noqa: E731
+    for _ in range(2):
+        report = compile_and_compare(f, torch.ones(2), backend="inductor")
+        assert report.aot_graphs and report.inductor_code
+        assert report.cache["fxgraph_hit"] == 0 and report.cache["aot_hit"] == 0
+
+
+def test_bad_arguments_are_refused_before_running():
+    with pytest.raises(ValueError, match="backend must be"):
+        compile_and_compare(lambda x: x, torch.ones(1), backend="tensorrt")
+    with pytest.raises(ValueError, match="dynamic must be"):
+        compile_and_compare(lambda x: x, torch.ones(1), dynamic="yes")
+
+
+def test_compare_runs_reports_output_and_input_differences():
+    orig = [(torch.zeros(2), 5)]
+    same = [(torch.ones(2), (torch.zeros(2), 5))]
+    verdict = compare_runs(orig, same, same)
+    assert verdict.agree and str(verdict).startswith("eager and compiled agree")
+    other_out = [(torch.full((2,), 2.0), (torch.zeros(2), 5))]
+    assert not compare_runs(orig, same, other_out).outputs_match
+    mutated = [(torch.ones(2), (torch.ones(2), 5))]
+    verdict = compare_runs(orig, mutated, same)
+    assert verdict.outputs_match and not verdict.inputs_match
+    assert verdict.mutated_eager == ("args[0]",)
+
+
+def test_error_chains_are_unwrapped_to_the_innermost_message():
+    try:
+        try:
+            raise RuntimeError("There was no fake impl registered for <CustomOpDef(x::y)>.")
+        except RuntimeError as inner:
+            raise ValueError("wrapper\n\nfrom user code:\n  File x") from inner
+    except ValueError as outer:
+        error = as_torch_error(outer, "compiled")
+    assert error.kind == "missing_fake" and error.type_name == "RuntimeError"
+    assert error.message.startswith("There was no fake impl")
