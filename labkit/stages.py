@@ -15,6 +15,7 @@ so a notebook can show the message instead of a traceback.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import re
 import time
 from typing import Any, Callable, Sequence
@@ -192,31 +193,44 @@ def _clone_args(args: Sequence) -> tuple:
     return tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
 
 
-def _changed(before: Sequence, after: Sequence, label: str) -> tuple[str, ...]:
-    return tuple(f"{label}[{i}]" for i, (b, a) in enumerate(zip(before, after))
+def _changed(before: Sequence, after: Sequence, names: Sequence[str]) -> tuple[str, ...]:
+    return tuple(name for name, b, a in zip(names, before, after)
                  if isinstance(b, torch.Tensor) and not _same(b, a))
 
 
-def compare_runs(originals: Sequence[Sequence], eager: list, compiled: list) -> Verdict:
+def input_names(fn: Callable, count: int) -> list[str]:
+    """The parameter names of ``fn`` for ``count`` positional inputs (``arg0``... if unknown)."""
+    try:
+        params = [p.name for p in inspect.signature(fn).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = []
+    return [params[i] if i < len(params) else f"arg{i}" for i in range(count)]
+
+
+def compare_runs(originals: Sequence[Sequence], eager: list, compiled: list,
+                 names: Sequence[str] | None = None) -> Verdict:
     """``eager``/``compiled``: one ``(output, args_after)`` pair per call."""
     problems, mutated_e, mutated_c = [], [], []
     outputs_match = inputs_match = True
+    many = len(originals) > 1
     for i, (orig, (out_e, args_e), (out_c, args_c)) in enumerate(zip(originals, eager, compiled)):
-        label = f"call {i}" if len(originals) > 1 else "args"
+        where = f" in call {i}" if many else ""
+        labels = [f"{n}" + (f"@{i}" if many else "") for n in (names or input_names(None, len(orig)))]
         leaves_e, leaves_c = _leaves(out_e), _leaves(out_c)
         if len(leaves_e) != len(leaves_c) or not all(map(_same, leaves_e, leaves_c)):
             outputs_match = False
-            problems.append(f"outputs differ ({label})")
-        changed_e, changed_c = _changed(orig, args_e, label), _changed(orig, args_c, label)
+            problems.append("outputs differ" + where)
+        changed_e, changed_c = _changed(orig, args_e, labels), _changed(orig, args_c, labels)
         mutated_e += changed_e
         mutated_c += changed_c
-        wrong = [f"{label}[{j}]" for j, (a, b) in enumerate(zip(args_e, args_c))
+        wrong = [label for label, a, b in zip(labels, args_e, args_c)
                  if isinstance(a, torch.Tensor) and not _same(a, b)]
         if wrong:
             inputs_match = False
-            problems.append("input values differ after the call: " + ", ".join(wrong)
-                            + " (eager mutated " + (", ".join(changed_e) or "nothing")
-                            + "; compiled mutated " + (", ".join(changed_c) or "nothing") + ")")
+            problems.append(f"inputs differ afterwards{where}: {', '.join(wrong)} (eager changed "
+                            + (", ".join(changed_e) or "nothing") + "; compiled changed "
+                            + (", ".join(changed_c) or "nothing") + ")")
     return Verdict(outputs_match, inputs_match, tuple(mutated_e), tuple(mutated_c), tuple(problems))
 
 
@@ -344,7 +358,7 @@ def compile_and_compare(
 
     verdict = None
     if error is None and eager_error is None:
-        verdict = compare_runs(call_args, eager_runs, compiled_runs)
+        verdict = compare_runs(call_args, eager_runs, compiled_runs, input_names(fn, len(call_args[0])))
     return StageReport(
         backend=backend, dynamic=dynamic, shapes=shapes,
         dynamo_graphs=dynamo_graphs, aot_graphs=aot_graphs, inductor_code=code,

@@ -24,7 +24,7 @@ def test_undeclared_mutation_is_silently_wrong(backend):
     report = compile_and_compare(calls_then_triples(op), torch.ones(3), backend=backend)
     assert report.ok and not report.verdict.agree
     assert not report.verdict.inputs_match
-    assert report.verdict.mutated_eager == ("args[0]",) and report.verdict.mutated_compiled == ()
+    assert report.verdict.mutated_eager == ("x",) and report.verdict.mutated_compiled == ()
     assert report.eager_calls["t::bump"] == 1 and report.compiled_calls["t::bump"] == 0
     assert report.fate("t::bump")["dynamo"] is True and report.fate("t::bump")["aot"] is False
 
@@ -74,6 +74,7 @@ def test_dynamic_none_recompiles_once_then_goes_symbolic():
     assert report.dynamo_graphs[0].input_shapes == ("[3]",)
     assert report.dynamo_graphs[1].input_shapes[-1].startswith("[s")
     assert report.verdict.agree and report.compiled_calls["t::bump"] == 3
+    assert report.verdict.mutated_eager == ("x@0", "x@1", "x@2")
 
 
 @pytest.mark.parametrize("dynamic, expected", [(False, [1, 1, 1]), (True, [1, 0, 0])])
@@ -128,9 +129,10 @@ def test_compare_runs_reports_output_and_input_differences():
     other_out = [(torch.full((2,), 2.0), (torch.zeros(2), 5))]
     assert not compare_runs(orig, same, other_out).outputs_match
     mutated = [(torch.ones(2), (torch.ones(2), 5))]
-    verdict = compare_runs(orig, mutated, same)
+    verdict = compare_runs(orig, mutated, same, ["x", "k"])
     assert verdict.outputs_match and not verdict.inputs_match
-    assert verdict.mutated_eager == ("args[0]",)
+    assert verdict.mutated_eager == ("x",)
+    assert "inputs differ afterwards: x (eager changed x; compiled changed nothing)" in str(verdict)
 
 
 def test_error_chains_are_unwrapped_to_the_innermost_message():
