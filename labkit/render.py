@@ -13,6 +13,8 @@ from .stages import StageReport
 
 STAGES = (("dynamo", "Dynamo graph"), ("aot", "AOTAutograd graph"), ("inductor", "Inductor code"),
           ("ran", "kernel ran"))
+_PICTURE_TITLES = {"dynamo": "Dynamo\ngraph", "aot": "AOTAutograd\ngraph", "inductor": "Inductor\ncode",
+                   "ran": "real kernel\nran?"}
 
 
 def inductor_call(code: str) -> str:
@@ -107,11 +109,12 @@ def to_html(report: StageReport, ops: list[str] | None = None) -> str:
              + "".join(f"<th>{t}</th>" for _, t in STAGES[:3]) + f"</tr>{rows}</table>")
     code = "".join(
         f"<details{' open' if stage != 'dynamo' else ''}><summary>{dict(STAGES)[stage]}</summary>"
-        f"<pre style='font-size:11px'>{_highlight(c, ops)}</pre></details>"
+        f"<pre style='font-family:monospace;font-size:11px;white-space:pre;text-align:left'>"
+        f"{_highlight(c, ops)}</pre></details>"
         for stage, c in stage_code(report).items())
     head = (f"<p><code>backend={report.backend}</code> · <code>dynamic={report.dynamic}</code> · "
             f"inputs {html.escape(' | '.join(report.shapes))} · graphs per call {report.graphs_per_call}</p>")
-    return f"<div class='labkit-report'>{head}{verdict}{errors}{table}{code}</div>"
+    return f"<div class='labkit-report' style='text-align:left'>{head}{verdict}{errors}{table}{code}</div>"
 
 
 def _fate_cell(present: bool | None) -> str:
@@ -152,8 +155,8 @@ def draw_fate(report: StageReport, op_name: str, ax=None):
         if stage == "ran":
             word = {True: "yes", False: "no", None: "—"}[present]
         ax.add_patch(plt.Rectangle((i * 2.5, 0), 2.1, 1, facecolor=colour, edgecolor="#555"))
-        ax.text(i * 2.5 + 1.05, 0.62, title, ha="center", va="center", fontsize=9)
-        ax.text(i * 2.5 + 1.05, 0.3, word, ha="center", va="center", fontsize=10, weight="bold")
+        ax.text(i * 2.5 + 1.05, 0.68, _PICTURE_TITLES[stage], ha="center", va="center", fontsize=9)
+        ax.text(i * 2.5 + 1.05, 0.25, word, ha="center", va="center", fontsize=10, weight="bold")
         if i:
             ax.annotate("", xy=(i * 2.5, 0.5), xytext=(i * 2.5 - 0.4, 0.5),
                         arrowprops=dict(arrowstyle="->", color="#555"))

@@ -24,6 +24,7 @@ import torch
 
 from . import _torch_internals as internals
 from . import ops as lab_ops
+from . import warmup
 
 BACKENDS = ("eager", "aot_eager", "inductor")
 DYNAMIC_MODES = (False, True, None)
@@ -334,6 +335,7 @@ def compile_and_compare(
 
     dynamo_graphs, aot_graphs, code = [], [], []
     compiled_runs, per_call, error = [], [], None
+    warmup.wait()  # its compile would otherwise land in this report's Inductor code
     internals.reset_compiler()
     lab_ops.reset_calls()
     cache_before = internals.cache_counters()
