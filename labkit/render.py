@@ -165,3 +165,60 @@ def draw_fate(report: StageReport, op_name: str, ax=None):
     ax.axis("off")
     ax.set_title(f"{op_name}  (backend={report.backend}, dynamic={report.dynamic})", fontsize=10)
     return ax
+
+
+def inductor_kernel_calls(code: str) -> list[str]:
+    """The lines of Inductor's ``call()`` that launch work: generated kernels and op calls."""
+    calls = []
+    for line in inductor_call(code).splitlines():
+        line = line.strip()
+        if re.match(r"(cpp_fused_\w+|triton_\w+\.run|torch\.ops\.\w+\.\w+\.\w+|extern_kernels\.\w+)\(", line) \
+                or re.match(r"\w+ = (torch\.ops|extern_kernels)\.", line):
+            calls.append(re.sub(r"\(.*", "(…)", line))
+    return calls
+
+
+def _node_label(node) -> str:
+    if node.op in ("placeholder", "output"):
+        return f"{node.op}: {node.name}"
+    if node.custom_op and node.wrapper:
+        return f"{node.wrapper}({node.custom_op})"
+    return node.custom_op or node.target
+
+
+def draw_stages(report: StageReport, op_name: str | None = None, figsize=(11, 3.6)):
+    """Each stage's steps as a column of boxes; ``op_name``'s node in yellow, writes in red."""
+    import matplotlib.pyplot as plt
+
+    columns = []
+    if report.dynamo_graphs:
+        columns.append(("Dynamo graph", [_node_label(n) for n in report.dynamo_graphs[0].nodes],
+                        [n for n in report.dynamo_graphs[0].nodes]))
+    if report.aot_graphs:
+        columns.append(("AOTAutograd graph", [_node_label(n) for n in report.aot_graphs[0].nodes],
+                        [n for n in report.aot_graphs[0].nodes]))
+    if report.inductor_code:
+        lines = inductor_kernel_calls(report.inductor_code[0])
+        columns.append(("Inductor call()", lines or ["(no kernel calls)"], [None] * max(len(lines), 1)))
+    fig, axes = plt.subplots(1, max(len(columns), 1), figsize=figsize, squeeze=False)
+    namespace_dot = op_name.replace("::", ".") if op_name else None
+    for ax, (title, labels, nodes) in zip(axes[0], columns):
+        n = len(labels)
+        for i, (label, node) in enumerate(zip(labels, nodes)):
+            y = n - i
+            is_op = bool(op_name) and ((node is not None and node.custom_op == op_name)
+                                       or (node is None and namespace_dot in label))
+            writes = node is not None and node.mutating
+            face = "#ffe08a" if is_op else "#eeeeee" if node is not None and node.op in ("placeholder", "output") \
+                else "white"
+            ax.add_patch(plt.Rectangle((0, y - 0.3), 1, 0.6, facecolor=face,
+                                       edgecolor="#b00020" if writes else "#777", linewidth=2 if writes else 1))
+            ax.text(0.5, y, label if len(label) <= 46 else label[:45] + "…", ha="center", va="center", fontsize=7.5)
+            if i:
+                ax.annotate("", xy=(0.5, y + 0.3), xytext=(0.5, y + 0.7), arrowprops=dict(arrowstyle="->"))
+        ax.set_xlim(-0.05, 1.05)
+        ax.set_ylim(0.4, max(n, 1) + 0.6)
+        ax.axis("off")
+        ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,36 @@
+"""``torch.library.opcheck`` as data: which of its tests passes or fails for an op."""
+
+from __future__ import annotations
+
+import re
+
+import torch
+
+OPCHECK_TESTS = ("test_schema", "test_autograd_registration", "test_faketensor", "test_aot_dispatch_dynamic")
+
+
+def _first_sentence(error: BaseException) -> str:
+    text = str(error)
+    for pattern in (r"(Argument \w+ is not defined as mutable but was mutated)",
+                    r"(There was no fake impl registered for [^.]*)",
+                    r"(Shapes .*? are not equal!)",
+                    r"(The output of this custom operator \(1\) must not also be an input[^.]*)"):
+        found = re.search(pattern, text)
+        if found:
+            return found.group(1)
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), type(error).__name__)
+    return line[:160]
+
+
+def opcheck(op, args: tuple, tests=OPCHECK_TESTS) -> dict[str, str]:
+    """Run each opcheck test on fresh copies of ``args``: ``"ok"`` or torch's reason for failing."""
+    overload = getattr(op, "overload", None) or getattr(op, "_opoverload", None) or op
+    results = {}
+    for test in tests:
+        copies = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
+        try:
+            torch.library.opcheck(overload, copies, test_utils=test)
+            results[test] = "ok"
+        except Exception as error:  # noqa: BLE001 - a failing check is the data we want
+            results[test] = "FAIL: " + _first_sentence(error)
+    return results

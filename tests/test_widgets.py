@@ -1,0 +1,108 @@
+"""Widgets driven from Python, as a learner's clicks would drive them (no frontend needed)."""
+
+import itertools
+
+import pytest
+
+from labkit import widgets as w
+from labkit.widgets import DECLARATIONS, DeclarationLab
+
+EXPECTED = {  # declaration -> (what happens, does compiled agree with eager?)
+    "correct": ("agree", True),
+    "undeclared mutation": ("differ", False),
+    "over-declared": ("agree", True),
+    "returns its input": ("alias_return", None),
+    "no fake kernel": ("missing_fake", None),
+    '"unknown"': ("agree", True),
+}
+
+
+@pytest.fixture(scope="module")
+def lab():
+    widget = DeclarationLab(namespace="t_decl")
+    yield widget
+    w.ops.drop_namespace("t_decl")
+
+
+@pytest.mark.parametrize("declaration, backend", list(itertools.product(DECLARATIONS, ["aot_eager", "inductor"])))
+def test_every_declaration_on_every_backend(lab, declaration, backend):
+    lab.set(declaration=declaration, backend=backend, dynamic="False")
+    report = lab.report
+    outcome, agree = EXPECTED[declaration]
+    if agree is None:
+        error = report.eager_error or report.error
+        assert error is not None and error.kind == outcome
+        assert error.message in lab.view.value.replace("&#x27;", "'").replace("&lt;", "<").replace("&gt;", ">")
+    else:
+        assert report.verdict.agree is agree
+        assert ("agree" if agree else "DIFFER") in lab.view.value
+    assert lab.schema in lab.view.value.replace("&gt;", ">")
+    name = w.declaration_spec(declaration, "t_decl").name
+    if declaration == "undeclared mutation":
+        assert report.compiled_calls[name] == 0 and report.fate(name)["aot"] is False
+    if declaration == "over-declared":  # correct but not free: the useless call is kept
+        assert report.compiled_calls[name] == 2 and report.fate(name)["aot"] is True
+        assert any(n.target == "copy_.default" for n in report.aot_graphs[0].nodes)
+    if declaration == '"unknown"':
+        assert "Tensor(a0!) x" in lab.schema
+
+
+def test_the_result_matches_a_fresh_computation(lab):
+    lab.set(declaration="undeclared mutation", backend="aot_eager", dynamic="None")
+    cached = lab.report
+    _, fresh = w.declaration_experiment("undeclared mutation", "aot_eager", None, "t_decl")
+    assert cached.verdict == fresh.verdict and cached.graphs_per_call == fresh.graphs_per_call
+    assert cached.compiled_calls == fresh.compiled_calls
+
+
+@pytest.mark.parametrize("dynamic, graphs", [("False", [1, 1]), ("True", [1, 0]), ("None", [1, 1])])
+def test_dynamic_modes_change_the_number_of_graphs(lab, dynamic, graphs):
+    lab.set(declaration="correct", backend="aot_eager", dynamic=dynamic)
+    assert lab.report.graphs_per_call == graphs
+
+
+def test_setting_a_single_control_redraws(lab):
+    lab.set(declaration="correct", backend="aot_eager", dynamic="False")
+    before = lab.view.value
+    lab.controls["declaration"].value = "undeclared mutation"
+    assert lab.view.value != before and "DIFFER" in lab.view.value
+    assert lab.state == ("undeclared mutation", "aot_eager", "False")
+
+
+def test_seen_states_are_served_from_the_cache(lab):
+    lab.set(declaration="correct", backend="aot_eager", dynamic="False")
+    report = lab.report
+    lab.set(declaration="over-declared")
+    lab.set(declaration="correct")
+    assert lab.report is report
+
+
+def test_an_impossible_value_is_refused_by_the_control_and_the_kernel_lives(lab):
+    import traitlets
+
+    with pytest.raises(traitlets.TraitError):
+        lab.controls["declaration"].value = "no such declaration"
+    lab.set(declaration="correct")
+    assert "agree" in lab.view.value
+
+
+def test_a_failing_compute_shows_a_message_instead_of_raising():
+    class Broken(DeclarationLab):
+        def compute(self, state):
+            raise RuntimeError("boom")
+
+    broken = Broken(namespace="t_decl")
+    assert "could not compute this state" in broken.view.value and "boom" in broken.view.value
+
+
+def test_display_bundle_has_a_static_fallback(lab):
+    from IPython.core.formatters import DisplayFormatter  # noqa: F401 - IPython is there
+    from unittest import mock
+
+    shown = []
+    with mock.patch("IPython.display.display", lambda data, raw: shown.append(data)):
+        lab._ipython_display_()
+    bundle = shown[0]
+    assert bundle["text/plain"].startswith("DeclarationLab(")
+    assert "static view of" in bundle["text/html"]
+    assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == lab.ui.model_id
