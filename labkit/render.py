@@ -174,7 +174,7 @@ def inductor_kernel_calls(code: str) -> list[str]:
         line = line.strip()
         if re.match(r"(cpp_fused_\w+|triton_\w+\.run|torch\.ops\.\w+\.\w+\.\w+|extern_kernels\.\w+)\(", line) \
                 or re.match(r"\w+ = (torch\.ops|extern_kernels)\.", line):
-            calls.append(re.sub(r"\(.*", "(…)", line))
+            calls.append(re.sub(r"\(.*", "(…)", re.sub(r"^\w+ = ", "", line)))
     return calls
 
 
