@@ -63,12 +63,13 @@ def summary(report: StageReport, ops: list[str] | None = None) -> str:
 def stage_code(report: StageReport) -> dict[str, str]:
     """Readable code for each stage that ran (graphs joined when Dynamo made several)."""
     out = {}
-    if report.dynamo_graphs:
-        out["dynamo"] = "\n\n".join(g.code for g in report.dynamo_graphs)
-    if report.aot_graphs:
-        out["aot"] = "\n\n".join(g.code for g in report.aot_graphs)
-    if report.inductor_code:
-        out["inductor"] = "\n\n".join(inductor_call(c) for c in report.inductor_code)
+    for stage, codes in (("dynamo", [g.code for g in report.dynamo_graphs]),
+                         ("aot", [g.code for g in report.aot_graphs]),
+                         ("inductor", [inductor_call(c) for c in report.inductor_code])):
+        if len(codes) == 1:
+            out[stage] = codes[0]
+        elif codes:
+            out[stage] = "\n\n".join(f"# graph {i + 1} of {len(codes)}\n{c}" for i, c in enumerate(codes))
     return out
 
 

@@ -211,28 +211,34 @@ def input_names(fn: Callable, count: int) -> list[str]:
 
 def compare_runs(originals: Sequence[Sequence], eager: list, compiled: list,
                  names: Sequence[str] | None = None) -> Verdict:
-    """``eager``/``compiled``: one ``(output, args_after)`` pair per call."""
-    problems, mutated_e, mutated_c = [], [], []
-    outputs_match = inputs_match = True
+    """``eager``/``compiled``: one ``(output, args_after)`` pair per call.
+
+    Inputs are named by ``names`` (the function's parameters); with several calls, ``x@1``
+    is ``x`` in call 1.
+    """
     many = len(originals) > 1
+    bad_outputs, bad_inputs, mutated_e, mutated_c = [], {}, [], []
     for i, (orig, (out_e, args_e), (out_c, args_c)) in enumerate(zip(originals, eager, compiled)):
-        where = f" in call {i}" if many else ""
-        labels = [f"{n}" + (f"@{i}" if many else "") for n in (names or input_names(None, len(orig)))]
+        plain = list(names or input_names(None, len(orig)))
+        labels = [f"{n}@{i}" if many else n for n in plain]
         leaves_e, leaves_c = _leaves(out_e), _leaves(out_c)
         if len(leaves_e) != len(leaves_c) or not all(map(_same, leaves_e, leaves_c)):
-            outputs_match = False
-            problems.append("outputs differ" + where)
-        changed_e, changed_c = _changed(orig, args_e, labels), _changed(orig, args_c, labels)
-        mutated_e += changed_e
-        mutated_c += changed_c
-        wrong = [label for label, a, b in zip(labels, args_e, args_c)
-                 if isinstance(a, torch.Tensor) and not _same(a, b)]
-        if wrong:
-            inputs_match = False
-            problems.append(f"inputs differ afterwards{where}: {', '.join(wrong)} (eager changed "
-                            + (", ".join(changed_e) or "nothing") + "; compiled changed "
-                            + (", ".join(changed_c) or "nothing") + ")")
-    return Verdict(outputs_match, inputs_match, tuple(mutated_e), tuple(mutated_c), tuple(problems))
+            bad_outputs.append(i)
+        mutated_e += _changed(orig, args_e, labels)
+        mutated_c += _changed(orig, args_c, labels)
+        for name, label, before, a, b in zip(plain, labels, orig, args_e, args_c):
+            if isinstance(a, torch.Tensor) and not _same(a, b):
+                bad_inputs.setdefault(name, []).append((i, label in mutated_e, label in mutated_c))
+    problems = []
+    if bad_outputs:
+        problems.append("outputs differ" + (f" (calls {', '.join(map(str, bad_outputs))})" if many else ""))
+    for name, cases in bad_inputs.items():
+        calls = f" (calls {', '.join(str(i) for i, _, _ in cases)})" if many else ""
+        _, changed_e, changed_c = cases[0]
+        problems.append(f"{name} differs afterwards{calls}: eager {'changed' if changed_e else 'left'} it, "
+                        f"compiled {'changed' if changed_c else 'left'} it"
+                        + (" differently" if changed_e and changed_c else ""))
+    return Verdict(not bad_outputs, not bad_inputs, tuple(mutated_e), tuple(mutated_c), tuple(problems))
 
 
 # --- the experiment -----------------------------------------------------------------------------

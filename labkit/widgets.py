@@ -74,7 +74,11 @@ class LabWidget:
         self._holding = False
         for control in controls.values():
             control.observe(self._changed, names="value")
-        self.ui = widgets.VBox([widgets.HBox(list(controls.values())), self.status, self.view])
+        for control in controls.values():
+            if isinstance(control, widgets.ToggleButtons):
+                control.style.button_width = "86px"
+            control.style.description_width = "90px"
+        self.ui = widgets.VBox([widgets.VBox(list(controls.values())), self.status, self.view])
         self.update()
 
     # -- state ------------------------------------------------------------------------------
