@@ -15,7 +15,9 @@ from .env import TorchTooOld, check_torch
 
 _version_note = check_torch()  # raises TorchTooOld, one sentence, on a torch that is too old
 
-from . import cache, checks, env, exercises, ops, render, stages, warmup, widgets  # noqa: E402
+import warnings  # noqa: E402
+
+from . import cache, checks, env, exercises, naming, ops, render, stages, warmup, widgets  # noqa: E402
 from .ops import LabOpError, OpSpec, StaleOpError, declare, drop, drop_namespace, name_problem, scoped  # noqa: E402
 from .render import draw_fate, show, summary, text  # noqa: E402
 from .stages import StageReport, TorchError, compile_and_compare  # noqa: E402
@@ -24,10 +26,12 @@ __version__ = "0.1.0"
 __all__ = [
     "OpSpec", "declare", "drop", "drop_namespace", "scoped", "name_problem", "LabOpError", "StaleOpError",
     "compile_and_compare", "StageReport", "TorchError", "show", "summary", "text", "draw_fate",
-    "setup", "cache", "checks", "env", "exercises", "widgets", "ops", "render", "stages", "warmup", "TorchTooOld", "check_torch",
+    "setup", "cache", "checks", "env", "exercises", "naming", "widgets", "ops", "render", "stages", "warmup", "TorchTooOld", "check_torch",
 ]
 
 cache.set_policy("fingerprinted")
+# torch warns once when caches are off; the lab turns them off on purpose in cache lessons.
+warnings.filterwarnings("ignore", message="dynamo_pgo force disabled")
 
 
 def setup(warm_inductor: bool = True) -> dict[str, str]:

@@ -145,9 +145,14 @@ def cpp_compiler() -> str:
         return ""
 
 
+_after_reset: list[Callable[[], None]] = []
+
+
 def reset_compiler() -> None:
     """Forget every compiled frame, so a capture starts from a clean Dynamo state."""
     torch.compiler.reset()
+    for callback in _after_reset:
+        callback()
 
 
 def dynamo_recompile_limit() -> int:
@@ -200,3 +205,26 @@ def wrapped_op(node) -> object | None:
         if isinstance(arg, torch._ops.OpOverload):
             return arg
     return None
+
+
+def on_dynamo_compile_start(callback: Callable[[], None]) -> None:
+    """Run ``callback()`` as every Dynamo compile starts (before any cache key is computed).
+
+    ``torch.compiler.reset()`` forgets these callbacks, so callers re-arm after a reset.
+    """
+    from torch._dynamo.callback import callback_handler
+
+    if not any(getattr(cb, "_labkit_wraps", None) is callback for cb in callback_handler.start_callbacks):
+        def start(_args=None):
+            callback()
+
+        start._labkit_wraps = callback
+        callback_handler.register_start_callback(start)
+
+
+def aliasing_check_raises(raises: bool):
+    """Whether AOTAutograd's runtime aliasing check for custom ops raises (True) or warns (False).
+
+    torch's default is ``bool(os.getenv("CI"))`` at import; lessons set it explicitly.
+    """
+    return config_patches(functorch__error_on_custom_op_aliasing=raises)

@@ -14,6 +14,7 @@ a lesson can show the bug (``"default"``) and the other mitigations.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -49,9 +50,39 @@ def fingerprint() -> str:
 
 
 def refresh() -> None:
-    """Recompute the fingerprint tag now (labkit does this whenever a lab op changes)."""
+    """Recompute the fingerprint tag now, and make sure every Dynamo compile recomputes it.
+
+    labkit calls this whenever a lab op changes and before each of its own compiles, and
+    hooks it to the start of every Dynamo compile, so ops declared with plain
+    ``torch.library.custom_op`` are covered too. ``torch.compiler.reset()`` unhooks it:
+    after calling that yourself, call ``labkit.cache.refresh()`` (labkit's own resets re-hook).
+    """
     if _state["policy"] == "fingerprinted":
         torch.compiler.config.cache_key_tag = TAG_PREFIX + fingerprint()
+        internals.on_dynamo_compile_start(refresh)
+
+
+@contextlib.contextmanager
+def using(name: str, fresh_dir: bool = True):
+    """Use policy ``name`` inside the block, in a fresh cache directory; restore both after.
+
+    Makes a cache experiment start from an empty cache, whatever ran before it.
+    """
+    previous, saved_dir = _state["policy"], os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    temp = tempfile.mkdtemp(prefix="labkit-cache-") if fresh_dir else None
+    try:
+        if temp:
+            os.environ["TORCHINDUCTOR_CACHE_DIR"] = temp
+        set_policy(name)
+        yield temp
+    finally:
+        set_policy(previous or "fingerprinted")
+        if temp:
+            if saved_dir is None:
+                os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
+            else:
+                os.environ["TORCHINDUCTOR_CACHE_DIR"] = saved_dir
+            shutil.rmtree(temp, ignore_errors=True)
 
 
 def policy() -> str:
@@ -113,3 +144,4 @@ def _user() -> str:
 
 
 ops.on_change(refresh)
+internals._after_reset.append(refresh)

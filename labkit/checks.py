@@ -6,6 +6,8 @@ import re
 
 import torch
 
+from ._torch_internals import aliasing_check_raises  # noqa: F401 - re-exported for lessons
+
 OPCHECK_TESTS = ("test_schema", "test_autograd_registration", "test_faketensor", "test_aot_dispatch_dynamic")
 
 

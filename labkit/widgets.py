@@ -14,7 +14,7 @@ import html
 import ipywidgets as widgets
 import torch
 
-from . import ops, render
+from . import cache, naming, ops, render
 from .ops import OpSpec
 from .stages import compile_and_compare
 
@@ -192,3 +192,69 @@ class DeclarationLab(LabWidget):
                 f"<code>def step(x): out = op(x); return x * 2 if out is None else x + out</code>, "
                 f"called on x of shapes {html.escape(' then '.join(report.shapes))}</p>"
                 + render.to_html(report, [op_name]))
+
+
+_HIT = "<b style='color:#b00020'>hit: reused</b>"
+
+
+class NamingLab(LabWidget):
+    """One name or two, declaration order, cache policy: what the caches hand back."""
+
+    title = "Naming lab"
+
+    def __init__(self, namespace: str = "naminglab", scheme: str = "one shared name",
+                 order: str = naming.ORDERS[0], policy: str = "default", typed_name: str = ""):
+        self.namespace = namespace
+        super().__init__({
+            "scheme": widgets.ToggleButtons(options=list(naming.SCHEMES), value=scheme, description="names"),
+            "typed_name": widgets.Text(value=typed_name, placeholder="mylab::my_op", description="your name",
+                                       continuous_update=False),
+            "order": widgets.Dropdown(options=list(naming.ORDERS), value=order, description="order"),
+            "policy": widgets.ToggleButtons(options=list(cache.POLICIES), value=policy, description="cache"),
+        })
+        self.controls["scheme"].style.button_width = "130px"
+
+    @property
+    def state(self) -> tuple:
+        scheme, typed, order, policy = super().state
+        return scheme, (typed.strip() if scheme == "a name I type" else ""), order, policy
+
+    def compute(self, state):
+        scheme, typed, order, policy = state
+        return naming.run(scheme, order, policy, namespace=self.namespace, typed=typed)
+
+    @property
+    def outcome(self) -> naming.NamingResult:
+        return self.result()
+
+    def render(self, result) -> str:
+        if result.problem:
+            return f"<p style='color:#b00020'><b>That name cannot be used:</b> {html.escape(result.problem)}</p>"
+        rows = "".join(
+            f"<tr><td>{i + 1}. declare <code>{html.escape(s.name)}</code> as <b>{s.declared}</b>, compile</td>"
+            f"<td><code>{html.escape(s.schema_now)}</code></td><td>{s.kernel_calls}</td>"
+            f"<td>{s.x_after} (eager {s.x_after_eager})</td>"
+            f"<td>{_HIT if s.stale else 'miss: compiled'}</td></tr>"
+            for i, s in enumerate(result.steps))
+        table = ("<table><tr><th>step</th><th>this step's handle reports now</th><th>kernel runs</th>"
+                 "<th>x after the compiled call</th><th>FX/AOT cache</th></tr>" + rows + "</table>")
+        return (f"<p>The kernel always adds 1 to <code>x</code> (zeros); only the declaration changes. "
+                f"Cache policy <code>{html.escape(result.policy)}</code>, in a fresh cache directory.</p>"
+                + table + f"<p>{html.escape(naming_story(result))}</p>")
+
+
+def naming_story(result: naming.NamingResult) -> str:
+    """One sentence that says what the table shows."""
+    if result.problem:
+        return result.problem
+    first, second = result.steps
+    if second.stale:
+        luck = ("the answer still looks right only because the old artifact happens to call the op."
+                if second.correct else "so the second compile is silently wrong.")
+        return (f"The second compile got the first one's artifact from the cache (#187319): it was built "
+                f"for '{first.declared}', {luck}")
+    if first.name == second.name:
+        return ("Same name, but the cache could not confuse them: "
+                + ("the fingerprint of the declarations is part of the key." if result.policy == "fingerprinted"
+                   else "the caches are off."))
+    return "Different names give different graphs, so different cache keys: no confusion."

@@ -1,0 +1,126 @@
+"""The naming experiment: two declarations, one name or two, and the compile caches.
+
+An op's qualified name is its identity in torch's dispatcher. Declare ``ns::op`` as pure,
+compile, then declare the same name as mutating and compile again: what does each Python
+handle report, what runs, and does the compiled code come from the cache? This module runs
+that story with plain ``torch.library.custom_op`` and ``torch.compile`` — no labkit in the
+way — inside a chosen cache policy and a fresh cache directory, and reports what happened.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+
+from . import _torch_internals as internals
+from . import cache, ops
+
+SCHEMES = ("one shared name", "distinct names", "a name I type")
+ORDERS = ("pure first, then mutating", "mutating first, then pure")
+
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    """One declaration followed by one compiled call."""
+
+    name: str
+    declared: str  # "pure" or "mutating"
+    schema_now: str  # what this step's handle reports after *both* declarations
+    kernel_calls: int  # real kernel runs during the compiled call
+    x_after: list  # x started at zeros; the kernel adds 1
+    x_after_eager: list
+    cache_hits: int  # FX-graph + AOTAutograd cache hits of this compile
+
+    @property
+    def correct(self) -> bool:
+        return self.x_after == self.x_after_eager
+
+    @property
+    def stale(self) -> bool:
+        return self.cache_hits > 0
+
+
+@dataclasses.dataclass(frozen=True)
+class NamingResult:
+    scheme: str
+    order: str
+    policy: str
+    steps: tuple[Step, ...] = ()
+    problem: str | None = None  # a refused name: why
+
+
+def name_pair(scheme: str, namespace: str, typed: str = "") -> tuple[str, str] | str:
+    """The two qualified names a scheme uses, or a sentence saying why a typed name is refused."""
+    if scheme == "one shared name":
+        return (f"{namespace}::op", f"{namespace}::op")
+    if scheme == "distinct names":
+        return (f"{namespace}::op_v1", f"{namespace}::op_v2")
+    problem = ops.name_problem(typed)
+    if problem:
+        return problem
+    if typed in internals.custom_op_qualnames() or _exists(typed):
+        return f"{typed} already exists in this kernel; type a new name so no other op is replaced."
+    return (typed, typed)
+
+
+def _exists(qualname: str) -> bool:
+    namespace, name = qualname.split("::")
+    try:
+        getattr(getattr(torch.ops, namespace), name)
+        return True
+    except (AttributeError, RuntimeError):
+        return False
+
+
+def _declare(name: str, mutating: bool):
+    """A raw custom op whose kernel always adds 1 to ``x``; only its declaration changes."""
+
+    def kernel(x: torch.Tensor) -> None:
+        kernel.calls += 1
+        x.add_(1)
+
+    kernel.calls = 0
+    opdef = torch.library.custom_op(name, kernel, mutates_args=("x",) if mutating else ())
+    if not mutating:
+        opdef.register_fake(lambda x: None)
+    return opdef, kernel
+
+
+def run(scheme: str, order: str, policy: str, namespace: str = "naming", typed: str = "") -> NamingResult:
+    """Declare, compile, redeclare, compile; report each step. Frees its names afterwards."""
+    names = name_pair(scheme, namespace, typed)
+    if isinstance(names, str):
+        return NamingResult(scheme, order, policy, problem=names)
+    kinds = ("pure", "mutating") if order == ORDERS[0] else ("mutating", "pure")
+    handles, kernels, raw = [], [], []
+    try:
+        with cache.using(policy):
+            for name, kind in zip(names, kinds):
+                opdef, kernel = _declare(name, kind == "mutating")
+                handles.append(opdef)
+                kernels.append(kernel)
+                cache.refresh()
+
+                def f(x, op=opdef):
+                    op(x)
+                    return x + 0
+
+                internals.reset_compiler()
+                before = internals.cache_counters()
+                kernel.calls = 0
+                x = torch.zeros(2)
+                torch.compile(f, backend="inductor")(x)
+                after = internals.cache_counters()
+                hits = after["fxgraph_hit"] - before["fxgraph_hit"] + after["aot_hit"] - before["aot_hit"]
+                calls = kernel.calls
+                eager = torch.zeros(2)
+                f(eager)
+                raw.append((name, kind, calls, x.tolist(), eager.tolist(), hits))
+        steps = tuple(Step(name, kind, str(handle._opoverload._schema), calls, x_after, x_eager, hits)
+                      for (name, kind, calls, x_after, x_eager, hits), handle in zip(raw, handles))
+        return NamingResult(scheme, order, policy, steps)
+    finally:
+        for name in set(names):
+            internals.destroy_custom_op(name)
+        internals.reset_compiler()
