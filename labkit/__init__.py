@@ -17,7 +17,7 @@ _version_note = check_torch()  # raises TorchTooOld, one sentence, on a torch th
 
 import warnings  # noqa: E402
 
-from . import cache, checks, env, exercises, naming, ops, render, stages, warmup, widgets  # noqa: E402
+from . import cache, cache_demo, checks, env, exercises, naming, ops, render, stages, warmup, widgets  # noqa: E402
 from .ops import LabOpError, OpSpec, StaleOpError, declare, drop, drop_namespace, name_problem, scoped  # noqa: E402
 from .render import draw_fate, show, summary, text  # noqa: E402
 from .stages import StageReport, TorchError, compile_and_compare  # noqa: E402
