@@ -228,3 +228,15 @@ def aliasing_check_raises(raises: bool):
     torch's default is ``bool(os.getenv("CI"))`` at import; lessons set it explicitly.
     """
     return config_patches(functorch__error_on_custom_op_aliasing=raises)
+
+
+def copy_dynamo_marks(source: torch.Tensor, target: torch.Tensor) -> None:
+    """Carry ``torch._dynamo.mark_dynamic``/``mark_static`` annotations over to a copy.
+
+    They live as ``_dynamo_*`` attributes on the tensor object, which ``clone()`` drops.
+    """
+    import copy
+
+    for name, value in vars(source).items():
+        if name.startswith("_dynamo_"):
+            setattr(target, name, copy.copy(value))

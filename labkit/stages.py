@@ -190,8 +190,16 @@ class Verdict:
         return "eager and compiled DIFFER: " + "; ".join(self.problems)
 
 
+def _clone(value):
+    if not isinstance(value, torch.Tensor):
+        return value
+    copy = value.clone()
+    internals.copy_dynamo_marks(value, copy)  # keep mark_dynamic on the copy
+    return copy
+
+
 def _clone_args(args: Sequence) -> tuple:
-    return tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
+    return tuple(_clone(a) for a in args)
 
 
 def _changed(before: Sequence, after: Sequence, names: Sequence[str]) -> tuple[str, ...]:

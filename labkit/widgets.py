@@ -258,3 +258,75 @@ def naming_story(result: naming.NamingResult) -> str:
                 + ("the fingerprint of the declarations is part of the key." if result.policy == "fingerprinted"
                    else "the caches are off."))
     return "Different names give different graphs, so different cache keys: no confusion."
+
+
+# --- dead-code elimination and dynamic shapes ----------------------------------------------------
+
+DCE_DECLARATIONS: dict[str, dict] = {
+    "pure, result unused": dict(returns="fresh"),
+    "-> None with a Python side effect": dict(returns="none"),
+    "declared mutation of x": dict(writes=("x",), mutates_args=("x",), returns="none"),
+    "has_side_effect": dict(returns="none", effect="side_effect"),
+    "effectful (ordered)": dict(returns="none", effect="ordered"),
+}
+SHAPE_SEQUENCES = {"4 → 6 → 8": (4, 6, 8), "4 → 4 → 4": (4, 4, 4), "4 → 6 → 4": (4, 6, 4)}
+
+
+def devices() -> list[str]:
+    """The devices a learner can pick: the CPU always, CUDA only when a GPU is present."""
+    return ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+def dce_experiment(declaration: str, dynamic: bool | None, shapes=(4, 6, 8), device: str = "cpu",
+                   backend: str = "inductor", namespace: str = "dcelab"):
+    """Call an op whose result nobody uses, on a sequence of shapes; report its fate."""
+    if device not in devices():
+        raise ValueError(f"device {device!r} is not available here; pick one of {devices()}.")
+    spec = OpSpec(name=f"{namespace}::{_slug(declaration)}", **DCE_DECLARATIONS[declaration])
+    live = ops.live_ops().get(spec.name)
+    op = live if live is not None and live.spec == spec else ops.declare(spec)
+
+    def unused_result(x):
+        op(x)
+        return x + 1
+
+    calls = [(torch.ones(n, device=device),) for n in shapes]
+    return op, compile_and_compare(unused_result, calls=calls, backend=backend, dynamic=dynamic)
+
+
+class DynamicLab(LabWidget):
+    """Dynamic mode × declaration × shapes × device: is the unused op removed, and how often do we compile?"""
+
+    title = "Dynamic-shapes and DCE lab"
+
+    def __init__(self, namespace: str = "dcelab", declaration: str = "pure, result unused",
+                 dynamic: str = "None", shapes: str = "4 → 6 → 8", device: str = "cpu"):
+        self.namespace = namespace
+        super().__init__({
+            "dynamic": widgets.ToggleButtons(options=list(DYNAMIC_CHOICES), value=dynamic, description="dynamic"),
+            "declaration": widgets.Dropdown(options=list(DCE_DECLARATIONS), value=declaration,
+                                            description="the op"),
+            "shapes": widgets.ToggleButtons(options=list(SHAPE_SEQUENCES), value=shapes, description="shapes"),
+            "device": widgets.ToggleButtons(options=devices(), value=device, description="device"),
+        })
+        self.controls["shapes"].style.button_width = "110px"
+
+    def compute(self, state):
+        dynamic, declaration, shapes, device = state
+        op, report = dce_experiment(declaration, DYNAMIC_CHOICES[dynamic], SHAPE_SEQUENCES[shapes], device,
+                                    namespace=self.namespace)
+        return op, report
+
+    @property
+    def report(self):
+        return self.result()[1]
+
+    def render(self, result) -> str:
+        op, report = result
+        sizes = " | ".join(", ".join(g.input_shapes) for g in report.dynamo_graphs)
+        return (f"<p><code>def unused_result(x): op(x); return x + 1</code> — the op's result is never used.<br>"
+                f"schema <code>{html.escape(op.schema)}</code>; torch says removable: "
+                f"<b>{'yes' if op.dce_safe else 'no'}</b><br>"
+                f"graphs compiled per call: <b>{report.graphs_per_call}</b> (recompiles: {report.recompiles}); "
+                f"input shapes each graph was built for: <code>{html.escape(sizes)}</code></p>"
+                + render.to_html(report, [op.name]))

@@ -152,3 +152,11 @@ def test_error_chains_are_unwrapped_to_the_innermost_message():
         error = as_torch_error(outer, "compiled")
     assert error.kind == "missing_fake" and error.type_name == "RuntimeError"
     assert error.message.startswith("There was no fake impl")
+
+
+def test_mark_dynamic_survives_the_copies_labkit_makes():
+    op = declare(name="t::scale")
+    first = torch.ones(4)
+    torch._dynamo.mark_dynamic(first, 0)
+    report = compile_and_compare(lambda x: op(x) + 1, calls=[(first,), (torch.ones(6),)], dynamic=None)
+    assert report.graphs_per_call == [1, 0]
