@@ -212,7 +212,8 @@ class NamingLab(LabWidget):
             "order": widgets.Dropdown(options=list(naming.ORDERS), value=order, description="order"),
             "policy": widgets.ToggleButtons(options=list(cache.POLICIES), value=policy, description="cache"),
         })
-        self.controls["scheme"].style.button_width = "130px"
+        self.controls["scheme"].style.button_width = "150px"
+        self.controls["policy"].style.button_width = "110px"
 
     @property
     def state(self) -> tuple:

@@ -36,9 +36,9 @@ def result_unused(op):
 
 # %%
 pure = labkit.declare(name="nb04::pure", returns="fresh")
-fates = {backend: labkit.compile_and_compare(result_unused(pure), torch.ones(4, device=device),
-                                             backend=backend).fate("nb04::pure")
-         for backend in ("eager", "aot_eager", "inductor")}
+reports = {backend: labkit.compile_and_compare(result_unused(pure), torch.ones(4, device=device), backend=backend)
+           for backend in ("eager", "aot_eager", "inductor")}
+fates = {backend: report.fate("nb04::pure") for backend, report in reports.items()}
 for backend, fate in fates.items():
     print(f"{backend:<10} {fate}")
 
@@ -46,6 +46,17 @@ for backend, fate in fates.items():
 assert fates["eager"] == {"dynamo": True, "aot": None, "inductor": None, "ran": True}   # Dynamo keeps every call
 assert fates["aot_eager"]["aot"] is False and fates["aot_eager"]["ran"] is False        # AOTAutograd removes it
 assert fates["inductor"]["inductor"] is False and fates["inductor"]["ran"] is False
+
+# %% [markdown]
+# The same, as a picture: one row per backend, the op's fate at each stage.
+
+# %%
+import matplotlib.pyplot as plt
+
+fig, axes = plt.subplots(3, 1, figsize=(7.5, 4.8))
+for ax, report in zip(axes, reports.values()):
+    labkit.draw_fate(report, "nb04::pure", ax=ax)
+fig.tight_layout()
 
 # %% [markdown]
 # - **Dynamo** records every call: with `backend="eager"` (Dynamo only) the op runs.
