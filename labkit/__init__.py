@@ -17,7 +17,9 @@ _version_note = check_torch()  # raises TorchTooOld, one sentence, on a torch th
 
 import warnings  # noqa: E402
 
-from . import cache, cache_demo, checks, env, exercises, naming, ops, render, stages, warmup, widgets  # noqa: E402
+from . import (  # noqa: E402
+    cache, cache_demo, checks, env, exercises, naming, ops, render, scenarios, stages, warmup, widgets,
+)
 from .ops import LabOpError, OpSpec, StaleOpError, declare, drop, drop_namespace, name_problem, scoped  # noqa: E402
 from .render import draw_fate, show, summary, text  # noqa: E402
 from .stages import StageReport, TorchError, compile_and_compare  # noqa: E402
@@ -25,8 +27,9 @@ from .stages import StageReport, TorchError, compile_and_compare  # noqa: E402
 __version__ = "0.1.0"
 __all__ = [
     "OpSpec", "declare", "drop", "drop_namespace", "scoped", "name_problem", "LabOpError", "StaleOpError",
-    "compile_and_compare", "StageReport", "TorchError", "show", "summary", "text", "draw_fate",
-    "setup", "cache", "checks", "env", "exercises", "naming", "widgets", "ops", "render", "stages", "warmup", "TorchTooOld", "check_torch",
+    "compile_and_compare", "StageReport", "TorchError", "show", "summary", "text", "draw_fate", "setup",
+    "cache", "cache_demo", "checks", "env", "exercises", "naming", "ops", "render", "scenarios", "stages",
+    "warmup", "widgets", "TorchTooOld", "check_torch",
 ]
 
 cache.set_policy("fingerprinted")

@@ -14,7 +14,7 @@ import html
 import ipywidgets as widgets
 import torch
 
-from . import cache, naming, ops, render
+from . import cache, naming, ops, render, scenarios
 from .ops import OpSpec
 from .stages import compile_and_compare
 
@@ -287,12 +287,8 @@ def dce_experiment(declaration: str, dynamic: bool | None, shapes=(4, 6, 8), dev
     live = ops.live_ops().get(spec.name)
     op = live if live is not None and live.spec == spec else ops.declare(spec)
 
-    def unused_result(x):
-        op(x)
-        return x + 1
-
     calls = [(torch.ones(n, device=device),) for n in shapes]
-    return op, compile_and_compare(unused_result, calls=calls, backend=backend, dynamic=dynamic)
+    return op, compile_and_compare(scenarios.discards_result(op), calls=calls, backend=backend, dynamic=dynamic)
 
 
 class DynamicLab(LabWidget):

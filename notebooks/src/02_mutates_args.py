@@ -168,11 +168,7 @@ print(results["returns its input"].eager_error.message)
 #   function that never uses the op's effect:
 
 # %%
-def ignores_the_op(op):
-    def f(x):
-        op(x)
-        return x + 1
-    return f
+ignores_the_op = labkit.scenarios.discards_result   # f(x): op(x); return x + 1
 
 pure = labkit.declare(name="nb02::pure", returns="none")
 over = labkit.declare(name="nb02::over", mutates_args=("x",), returns="none")

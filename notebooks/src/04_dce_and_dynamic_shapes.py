@@ -21,13 +21,7 @@ import labkit
 labkit.setup()
 dropped = labkit.drop_namespace("nb04")
 device = labkit.env.pick_device()
-
-def result_unused(op):
-    """A function that calls ``op`` and throws its result away."""
-    def f(x):
-        op(x)
-        return x + 1
-    return f
+result_unused = labkit.scenarios.discards_result   # f(x): op(x); return x + 1 — op's result unused
 
 # %% [markdown]
 # ## 1. Where ops get removed
