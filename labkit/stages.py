@@ -372,6 +372,12 @@ def compile_and_compare(
     compiled_calls = lab_ops.call_counts()
     cache_after = internals.cache_counters()
 
+    # Report the ops this experiment involved (called, or traced), not every op alive in the process.
+    involved = {name for name, n in {**eager_calls, **compiled_calls}.items() if n} | {
+        node.custom_op for graph in dynamo_graphs for node in graph.nodes if node.custom_op in compiled_calls}
+    eager_calls = {name: eager_calls.get(name, 0) for name in sorted(involved)}
+    compiled_calls = {name: compiled_calls.get(name, 0) for name in sorted(involved)}
+
     verdict = None
     if error is None and eager_error is None:
         verdict = compare_runs(call_args, eager_runs, compiled_runs, input_names(fn, len(call_args[0])))
