@@ -1,0 +1,56 @@
+"""labkit.audit on a correct op and on each buggy declaration (real torch, CPU)."""
+
+import pytest
+import torch
+
+import labkit
+from labkit.audit import audit
+
+CASES = {
+    "correct": (dict(writes=("x",), mutates_args=("x",), returns="none"), set()),
+    "undeclared mutation": (dict(writes=("x",), returns="none"), {"declaration", "opcheck", "compile"}),
+    "over-declared": (dict(mutates_args=("x",), returns="none"), {"declaration"}),
+    "returns its input": (dict(writes=("x",), mutates_args=("x",), returns="input"), {"eager"}),
+    "no fake kernel": (dict(fake=False), {"opcheck", "compile"}),
+    "pure and honest": (dict(), set()),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_audit_finds_exactly_the_expected_kinds_of_problem(case):
+    fields, kinds = CASES[case]
+    report = audit(labkit.declare(name="t::audited", **fields), torch.randn(3))
+    assert report.kinds() == kinds, str(report)
+    assert report.ok is (not kinds)
+    for finding in report.findings:
+        assert finding.problem and finding.why and finding.fix
+
+
+def test_findings_name_the_argument_and_the_fix():
+    report = audit(labkit.declare(name="t::audited", writes=("x",), returns="none"), torch.randn(3))
+    declaration = [f for f in report.findings if f.check == "declaration"][0]
+    assert declaration.problem == "the kernel changes 'x' in place but does not declare it"
+    assert declaration.fix == "add 'x' to mutates_args"
+    compiled = [f for f in report.findings if f.check == "compile"][0]
+    assert "x differs afterwards" in compiled.problem and "inductor, dynamic=True" in compiled.problem
+
+
+def test_a_raw_custom_op_and_a_two_argument_op():
+    @torch.library.custom_op("t::raw_fill", mutates_args=("out",))
+    def raw_fill(x: torch.Tensor, out: torch.Tensor) -> None:
+        out.copy_(x * 2)
+
+    assert audit(raw_fill, torch.randn(3), torch.zeros(3)).ok
+    assert audit(torch.ops.t.raw_fill, torch.randn(3), torch.zeros(3)).ok
+
+
+def test_bad_input_never_raises():
+    assert audit("not an op").findings[0].check == "input"
+    report = audit(labkit.declare(name="t::audited"), "not a tensor")
+    assert not report.ok and all(f.fix for f in report.findings)
+
+
+def test_the_report_renders_as_text_and_html():
+    report = audit(labkit.declare(name="t::audited", writes=("x",), returns="none"), torch.randn(3))
+    assert "fix: add 'x' to mutates_args" in str(report)
+    assert "<table>" in report._repr_html_() and "not checkable here" in report._repr_html_()
