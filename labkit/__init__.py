@@ -18,7 +18,8 @@ _version_note = check_torch()  # raises TorchTooOld, one sentence, on a torch th
 import warnings  # noqa: E402
 
 from . import (  # noqa: E402
-    audit, cache, cache_demo, checks, env, exercises, naming, ops, render, scenarios, stages, warmup, widgets,
+    audit, cache, cache_demo, checks, env, exercises, naming, ops, render, scenarios, stages,
+    warmup, widgets,
 )
 from .ops import LabOpError, OpSpec, StaleOpError, declare, drop, drop_namespace, name_problem, scoped  # noqa: E402
 from .render import draw_fate, show, summary, text  # noqa: E402

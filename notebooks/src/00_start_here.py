@@ -25,7 +25,7 @@
 # | 04 · Dead-code elimination and dynamic shapes | who removes an op, what keeps it alive, static vs dynamic | 30 min |
 # | 05 · Field guide | a checklist that runs, myths vs facts, a capstone | 30 min |
 #
-# Notebooks 01–04 are here; 05 is coming. Each one stands alone after this one.
+# Each notebook stands alone after this one.
 #
 # ## How to run the lab
 #

@@ -291,4 +291,4 @@ assert labkit.exercises.check(labkit.compile_and_compare(result_unused(logger), 
 # - `dynamic=False/True/None` and `mark_dynamic` decide how often you compile and whether sizes are symbolic —
 #   not whether an op is removed.
 #
-# **Next:** 05 · Field guide (coming).
+# **Next:** 05 · Field guide.
