@@ -104,7 +104,7 @@ def run(scheme: str, order: str, policy: str, namespace: str = "naming", typed: 
 
                 def f(x, op=opdef):
                     op(x)
-                    return x + 0
+                    return x * 2 + 1  # real work: a graph Inductor caches on every torch checked
 
                 internals.reset_compiler()
                 before = internals.cache_counters()

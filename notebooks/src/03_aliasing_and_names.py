@@ -207,7 +207,7 @@ def declare_fix(mutating):
 
 def uses_fix(x):
     torch.ops.nb03.fix(x)
-    return x + 0
+    return x * 2 + 1
 
 with labkit.cache.using("default"):
     declare_fix(mutating=False)                       # the bug
