@@ -67,7 +67,7 @@ def _two_runs(policy):
 
 
 def test_two_processes_one_cache_dir_without_labkit_protection_go_stale():
-    """Documents torch's bug (observed here on 2.13.0; reported on 2.14.1 too). If this fails, torch fixed #187319:
+    """Documents torch's bug (observed on 2.13.0 and 2.14.1). If this fails, torch fixed #187319:
     update notebook 03 and this test."""
     first, second = _two_runs("default")
     assert first["x_after"] == [0.0] * 4  # pure declaration: the op is dead code, correctly
