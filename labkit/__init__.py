@@ -45,7 +45,7 @@ def setup(warm_inductor: bool = True) -> dict[str, str]:
     store its output.
     """
     info = env.report()
-    print(env.report_text())
+    print(env.report_text(info))
     if _version_note:
         print("note:", _version_note)
     if warm_inductor:

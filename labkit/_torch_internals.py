@@ -123,18 +123,6 @@ def has_fake_impl(qualname: str) -> bool:
 # --- configuration ------------------------------------------------------------------------------
 
 
-def inductor_config():
-    import torch._inductor.config as cfg
-
-    return cfg
-
-
-def functorch_config():
-    import torch._functorch.config as cfg
-
-    return cfg
-
-
 def cpp_compiler() -> str:
     """The C++ compiler Inductor uses on the CPU (its path), or '' when none is found."""
     try:
@@ -155,18 +143,16 @@ def reset_compiler() -> None:
         callback()
 
 
-def dynamo_recompile_limit() -> int:
-    cfg = torch._dynamo.config
-    return int(getattr(cfg, "recompile_limit", getattr(cfg, "cache_size_limit", 8)))
-
-
 def config_patches(**patches: Any):
     """Patch torch.compiler/inductor/functorch config entries by dotted name for one block."""
+    import torch._functorch.config
+    import torch._inductor.config
+
     stack = contextlib.ExitStack()
     modules = {
         "compiler": torch.compiler.config,
-        "inductor": inductor_config(),
-        "functorch": functorch_config(),
+        "inductor": torch._inductor.config,
+        "functorch": torch._functorch.config,
         "dynamo": torch._dynamo.config,
     }
     for dotted, value in patches.items():

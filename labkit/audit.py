@@ -23,7 +23,7 @@ import time
 import torch
 
 from . import checks
-from .stages import as_torch_error, compile_and_compare
+from .stages import as_torch_error, clone_args, compile_and_compare
 
 COMPILE_MODES = (("aot_eager", False), ("aot_eager", True), ("inductor", False), ("inductor", True))
 
@@ -96,13 +96,9 @@ def _declared_writes(overload) -> set[str]:
     return {a.name for a in overload._schema.arguments if a.alias_info is not None and a.alias_info.is_write}
 
 
-def _copies(args):
-    return tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
-
-
 def _declaration_findings(overload, args) -> list[Finding]:
     names = [a.name for a in overload._schema.arguments]
-    after = _copies(args)
+    after = clone_args(args)
     try:
         overload(*after)
     except Exception as error:  # noqa: BLE001 - torch's refusal is a finding

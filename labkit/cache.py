@@ -128,20 +128,5 @@ def _undo() -> None:
         _state["isolated_dir"] = None
 
 
-def cache_dir() -> str:
-    """Where Inductor keeps its on-disk caches in this process right now."""
-    return os.environ.get("TORCHINDUCTOR_CACHE_DIR") or os.path.join(
-        tempfile.gettempdir(), "torchinductor_" + _user())
-
-
-def _user() -> str:
-    import getpass
-
-    try:
-        return getpass.getuser()
-    except Exception:  # noqa: BLE001 - mirrors torch's own fallback
-        return "unknown_user"
-
-
 ops.on_change(refresh)
 internals._after_reset.append(refresh)

@@ -7,6 +7,7 @@ import re
 import torch
 
 from ._torch_internals import aliasing_check_raises  # noqa: F401 - re-exported for lessons
+from .stages import clone_args
 
 OPCHECK_TESTS = ("test_schema", "test_autograd_registration", "test_faketensor", "test_aot_dispatch_dynamic")
 
@@ -29,7 +30,7 @@ def opcheck(op, args: tuple, tests=OPCHECK_TESTS) -> dict[str, str]:
     overload = getattr(op, "overload", None) or getattr(op, "_opoverload", None) or op
     results = {}
     for test in tests:
-        copies = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
+        copies = clone_args(args)
         try:
             torch.library.opcheck(overload, copies, test_utils=test)
             results[test] = "ok"

@@ -97,6 +97,7 @@ def report() -> dict[str, str]:
     return info
 
 
-def report_text() -> str:
-    width = max(map(len, report()))
-    return "\n".join(f"{key:<{width}}  {value}" for key, value in report().items())
+def report_text(info: dict[str, str] | None = None) -> str:
+    info = info if info is not None else report()
+    width = max(map(len, info))
+    return "\n".join(f"{key:<{width}}  {value}" for key, value in info.items())

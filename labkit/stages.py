@@ -198,7 +198,8 @@ def _clone(value):
     return copy
 
 
-def _clone_args(args: Sequence) -> tuple:
+def clone_args(args: Sequence) -> tuple:
+    """Fresh copies of the tensors among ``args`` (mark_dynamic kept); other values as they are."""
     return tuple(_clone(a) for a in args)
 
 
@@ -339,7 +340,7 @@ def compile_and_compare(
     eager_runs, eager_error = [], None
     lab_ops.reset_calls()
     for c in call_args:
-        copies = _clone_args(c)
+        copies = clone_args(c)
         try:
             eager_runs.append((fn(*copies), copies))
         except Exception as error:  # noqa: BLE001 - torch's errors become data
@@ -360,7 +361,7 @@ def compile_and_compare(
     with caches, internals.collect_inductor_code(code):
         for c in call_args:
             before = len(dynamo_graphs)
-            copies = _clone_args(c)
+            copies = clone_args(c)
             try:
                 compiled_runs.append((compiled(*copies), copies))
             except Exception as err:  # noqa: BLE001
