@@ -8,11 +8,20 @@ Source format: ``# %%`` starts a code cell, ``# %% [markdown]`` a markdown cell 
 written as ``# text``), and ``# %% solution`` a code cell whose source JupyterLab shows
 collapsed (a hidden-by-default solution). Outputs are stored by executing the notebook
 in a fresh kernel, as nbval will.
+
+Every notebook also gets, from ``[tool.lab]`` in pyproject.toml (where the lab is published):
+a navigation cell with its "Open in Colab" and Binder badges on top, a Colab-only install
+cell as its first code cell, and a navigation cell at the bottom.
+
+Widget outputs are stored *without* their live-widget view: GitHub, nbviewer and nbconvert
+cannot run a widget and would show "Loading widget..."; what they show instead is the widget's
+static HTML rendering of its state, which each lab widget puts in its display bundle.
 """
 
 from __future__ import annotations
 
 import pathlib
+import re
 import sys
 
 import nbformat
@@ -21,6 +30,78 @@ from nbclient import NotebookClient
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SRC = ROOT / "notebooks" / "src"
 KERNEL = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+COLAB_BADGE = "https://colab.research.google.com/assets/colab-badge.svg"
+BINDER_BADGE = "https://mybinder.org/badge_logo.svg"
+CONTENTS = "../README.md#the-notebooks"
+
+
+def publication() -> dict:
+    """``[tool.lab]`` of pyproject.toml: the GitHub ``owner/name`` and branch the lab is published at."""
+    text = (ROOT / "pyproject.toml").read_text()
+    section = text.split("[tool.lab]", 1)[1].split("\n[", 1)[0]
+    return dict(re.findall(r'^(\w+)\s*=\s*"([^"]*)"', section, re.MULTILINE))
+
+
+def colab_url(name: str) -> str:
+    pub = publication()
+    return f"https://colab.research.google.com/github/{pub['github']}/blob/{pub['branch']}/notebooks/{name}"
+
+
+def binder_url(name: str) -> str:
+    pub = publication()
+    return f"https://mybinder.org/v2/gh/{pub['github']}/{pub['branch']}?urlpath=lab/tree/notebooks/{name}"
+
+
+def colab_install_cell() -> str:
+    """Installs labkit on Colab only; --no-deps keeps Colab's own torch and ipywidgets untouched."""
+    pub = publication()
+    return ("# On Colab only: install labkit from the lab's repository. --no-deps keeps Colab's own\n"
+            "# torch and ipywidgets (labkit works with ipywidgets >=7.7,<9). Elsewhere: nothing to do.\n"
+            "import sys\n\n"
+            'if "google.colab" in sys.modules:\n'
+            f'    %pip install --quiet --no-deps "labkit @ git+https://github.com/{pub["github"]}@{pub["branch"]}"')
+
+
+def title(source: pathlib.Path) -> str:
+    """The notebook's H1, without markdown code marks."""
+    first = next(line for line in source.read_text().splitlines() if line.startswith("# # "))
+    return first[4:].split(":")[0].replace("`", "").strip()
+
+
+def navigation(source: pathlib.Path, top: bool) -> str:
+    sources = sorted(SRC.glob("*.py"))
+    i = sources.index(source)
+    links = []
+    if i > 0:
+        links.append(f"[← {title(sources[i - 1])}]({sources[i - 1].stem}.ipynb)")
+    links.append(f"[All notebooks]({CONTENTS})")
+    if i + 1 < len(sources):
+        links.append(f"[{title(sources[i + 1])} →]({sources[i + 1].stem}.ipynb)")
+    nav = " · ".join(links)
+    if not top:
+        return nav
+    name = source.stem + ".ipynb"
+    return (f"[![Open In Colab]({COLAB_BADGE})]({colab_url(name)}) "
+            f"[![Binder]({BINDER_BADGE})]({binder_url(name)}) · {nav}")
+
+
+def cells_of(source: pathlib.Path) -> list:
+    """The notebook's cells: the source's, with the navigation cells and Colab's install cell added."""
+    cells = parse(source.read_text())
+    return ([nbformat.v4.new_markdown_cell(navigation(source, top=True)), cells[0],
+             nbformat.v4.new_code_cell(colab_install_cell())]
+            + cells[1:] + [nbformat.v4.new_markdown_cell(navigation(source, top=False))])
+
+
+def static_widgets(nb) -> None:
+    """Keep widget outputs as their static HTML: no live-widget view, no saved widget state."""
+    nb.metadata.pop("widgets", None)
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            if WIDGET_VIEW in data and "text/html" in data:
+                del data[WIDGET_VIEW]
 
 
 def parse(text: str) -> list:
@@ -53,13 +134,14 @@ def parse(text: str) -> list:
 
 
 def build(source: pathlib.Path, execute: bool = True) -> pathlib.Path:
-    nb = nbformat.v4.new_notebook(cells=parse(source.read_text()))
+    nb = nbformat.v4.new_notebook(cells=cells_of(source))
     nb.metadata["kernelspec"] = KERNEL
     nb.metadata["language_info"] = {"name": "python"}
     target = ROOT / "notebooks" / (source.stem + ".ipynb")
     if execute:
         NotebookClient(nb, timeout=900, kernel_name="python3",
                        resources={"metadata": {"path": str(target.parent)}}).execute()
+        static_widgets(nb)
     for i, cell in enumerate(nb.cells):  # stable ids keep diffs small
         cell["id"] = f"{source.stem[:2]}-{i:03d}"
     nbformat.write(nb, target)
@@ -73,7 +155,7 @@ def check() -> int:
         if not target.exists():
             problems.append(f"{target.name} is missing")
             continue
-        built = [(c.cell_type, c.source) for c in parse(source.read_text())]
+        built = [(c.cell_type, c.source) for c in cells_of(source)]
         stored = [(c.cell_type, c.source) for c in nbformat.read(target, 4).cells]
         if built != stored:
             problems.append(f"{target.name} differs from {source.relative_to(ROOT)}: rebuild it")

@@ -1,0 +1,127 @@
+"""Wall time of the whole notebook collection under nbval, with torch.compile's caches cold.
+
+    python benchmarks/nbval_cold.py                  # every notebook, empty compile caches
+    python benchmarks/nbval_cold.py 00 02            # only the notebooks whose names start with 00, 02
+    python benchmarks/nbval_cold.py --warm           # the same over the usual cache directories
+    python benchmarks/nbval_cold.py -- -x            # anything after -- goes to pytest as is
+
+Runs, in one subprocess (the honest "whole collection" figure: one pytest, one kernel per notebook,
+as ``./lab test`` and CI run it):
+
+    python -m pytest <notebooks> --nbval-lax --nbval-current-env --nbval-sanitize-with tests/sanitize.cfg
+           -p no:cacheprovider -q --durations=0 --durations-min=0
+
+Cold: ``TORCHINDUCTOR_CACHE_DIR`` (Inductor's FX-graph, AOTAutograd and compiled C++/Python
+kernels), ``TRITON_CACHE_DIR`` and ``TORCH_EXTENSIONS_DIR`` point into a fresh empty temporary
+directory, removed afterwards; a learner's very first session on a new machine. labkit's own
+policy (declarations fingerprinted into the cache key) is left as it is. Not made cold: the
+operating system's file cache and Python's bytecode caches (importing torch is still fast the
+second time). ``--warm`` leaves the environment alone: torch's usual cache directory, as filled
+by earlier runs (run it twice for a warm figure).
+
+Prints the wall time and pytest's summary line, then the time per notebook (sum of pytest's
+setup/call/teardown durations of its cells; the first cell's setup includes starting the kernel).
+The target is at most 4 minutes for the whole collection on a 2-core CPU. Exits with pytest's status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
+TARGET_S = 240
+DURATION = re.compile(r"^\s*([\d.]+)s\s+(setup|call|teardown)\s+(\S+?\.ipynb)::")
+
+
+def select(names: list[str]) -> list[str]:
+    if not names:
+        return ["notebooks/"]
+    every = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+    chosen = [p for p in every if any(p.name.startswith(n) or p.stem == n for n in names)]
+    if not chosen:
+        sys.exit(f"no notebook matches {names}; there are {[p.name for p in every]}")
+    return [str(p.relative_to(ROOT)) for p in chosen]
+
+
+def cold_env(root: str) -> dict[str, str]:
+    """The environment with every torch.compile cache directory fresh and empty."""
+    dirs = {"TORCHINDUCTOR_CACHE_DIR": "inductor", "TRITON_CACHE_DIR": "triton", "TORCH_EXTENSIONS_DIR": "extensions"}
+    env = dict(os.environ)
+    for variable, name in dirs.items():
+        env[variable] = os.path.join(root, name)
+        os.makedirs(env[variable])
+    return env
+
+
+def run(targets: list[str], env: dict[str, str] | None, extra: list[str]) -> tuple[float, int, str]:
+    command = [sys.executable, "-m", "pytest", *targets, "--nbval-lax", "--nbval-current-env",
+               "--nbval-sanitize-with", "tests/sanitize.cfg", "-p", "no:cacheprovider", "-q",
+               "--durations=0", "--durations-min=0", *extra]
+    print("$ " + " ".join(command[1:]), flush=True)
+    start = time.perf_counter()
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+    return time.perf_counter() - start, done.returncode, done.stdout + done.stderr
+
+
+def per_notebook(output: str) -> dict[str, tuple[int, float]]:
+    """Notebook -> (cells, seconds), from pytest's --durations lines."""
+    cells: dict[str, set] = defaultdict(set)
+    seconds: dict[str, float] = defaultdict(float)
+    for line in output.splitlines():
+        match = DURATION.match(line)
+        if match:
+            notebook = Path(match.group(3)).stem
+            seconds[notebook] += float(match.group(1))
+            cells[notebook].add(line.split("::", 1)[1].strip())
+    return {nb: (len(cells[nb]), seconds[nb]) for nb in sorted(seconds)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("notebooks", nargs="*", help="notebook name prefixes (00, 02_mutates...); all by default")
+    parser.add_argument("--warm", action="store_true", help="use the usual cache directories, not empty ones")
+    parser.add_argument("--log", help="also write pytest's whole output to this file")
+    args, extra = parser.parse_known_args()
+    extra = [a for a in extra if a != "--"]
+
+    targets = select(args.notebooks)
+    root = None if args.warm else tempfile.mkdtemp(prefix="nbval-cold-")
+    try:
+        env = None if args.warm else cold_env(root)
+        wall, status, output = run(targets, env, extra)
+    finally:
+        if root:
+            shutil.rmtree(root, ignore_errors=True)
+    if args.log:
+        Path(args.log).write_text(output)
+
+    summary = next((line.strip() for line in reversed(output.splitlines())
+                    if re.search(r"\d+ (passed|failed|error)", line)), "(no pytest summary line)")
+    if status:
+        print(output[-6000:])
+    print(f"\n{'caches':<10} {'notebooks':<40} {'wall s':>7} {'target s':>8}  pytest")
+    which = ", ".join(Path(t).stem[:2] if t.endswith(".ipynb") else "all" for t in targets)
+    print(f"{'warm' if args.warm else 'cold':<10} {which:<40} {wall:>7.1f} {TARGET_S:>8}  {summary}")
+    rows = per_notebook(output)
+    if rows:
+        print(f"\n{'notebook':<34} {'cells':>5} {'seconds':>8}")
+        for notebook, (cells, seconds) in rows.items():
+            print(f"{notebook:<34} {cells:>5} {seconds:>8.1f}")
+        print(f"{'sum of cells (rest: pytest start-up, collection)':<40} {sum(s for _, s in rows.values()):>8.1f}")
+    if targets == ["notebooks/"] and wall > TARGET_S:   # the target is for the whole collection
+        print(f"!! {wall:.0f} s is over the {TARGET_S} s target")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,113 @@
+"""Where readers open the lab: GitHub's viewer, Colab, Binder, nbconvert HTML.
+
+The links come from ``[tool.lab]`` in pyproject.toml; these tests check that every notebook's
+badges and navigation point at files that exist, that Colab's install cell installs labkit and
+nothing else, and that a widget cell reads as static HTML where no widget can run.
+"""
+
+import json
+import pathlib
+import re
+import shlex
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+import build_notebooks  # noqa: E402
+
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+PUB = build_notebooks.publication()
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def _cells(path):
+    return json.loads(path.read_text())["cells"]
+
+
+def _text(cell) -> str:
+    return "".join(cell["source"])
+
+
+def _widget_outputs(path):
+    """Outputs of the cells that display a lab widget (their text/plain is the widget's repr)."""
+    return [o for c in _cells(path) for o in c.get("outputs", [])
+            if "Lab(" in "".join(o.get("data", {}).get("text/plain", ""))]
+
+
+def test_the_publication_is_named_once():
+    assert re.fullmatch(r"[\w.-]+/[\w.-]+", PUB["github"]) and PUB["branch"]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_badges_open_this_very_file(path):
+    top = _text(_cells(path)[0])
+    colab = f"https://colab.research.google.com/github/{PUB['github']}/blob/{PUB['branch']}/notebooks/{path.name}"
+    binder = f"https://mybinder.org/v2/gh/{PUB['github']}/{PUB['branch']}?urlpath=lab/tree/notebooks/{path.name}"
+    assert f"]({colab})" in top and f"]({binder})" in top
+    # the path inside each URL is a file of this repository
+    for url in (colab, binder):
+        assert (ROOT / url.split(f"/{PUB['branch']}/", 1)[-1].split("lab/tree/")[-1]).is_file()
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_navigation_links_resolve(path):
+    cells = _cells(path)
+    for nav in (_text(cells[0]), _text(cells[-1])):
+        local = [u for u in LINK.findall(nav) if not u.startswith("http")]
+        assert local, nav
+        for url in local:
+            target, _, anchor = url.partition("#")
+            assert (path.parent / target).is_file(), url
+            if anchor:
+                headings = re.findall(r"^#+ (.+)$", (path.parent / target).read_text(), re.MULTILINE)
+                assert anchor in {re.sub(r"[^\w -]", "", h).strip().lower().replace(" ", "-") for h in headings}
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_first_code_cell_installs_labkit_on_colab_only(path):
+    first = next(c for c in _cells(path) if c["cell_type"] == "code")
+    source = _text(first)
+    assert 'if "google.colab" in sys.modules:' in source
+    assert f'"labkit @ git+https://github.com/{PUB["github"]}@{PUB["branch"]}"' in source
+    assert "--no-deps" in source and not first["outputs"]
+
+
+def test_colab_install_installs_labkit_and_nothing_else(tmp_path):
+    """The cell's pip arguments, pointed at this checkout instead of GitHub: only labkit would install,
+    so Colab's torch and ipywidgets stay as they are."""
+    line = next(l for l in build_notebooks.colab_install_cell().splitlines() if "%pip install" in l)
+    *args, requirement = shlex.split(line.split("%pip install", 1)[1])
+    assert requirement.startswith("labkit @ git+https://github.com/")
+    report = tmp_path / "report.json"
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--report", str(report),
+                           "--disable-pip-version-check", *args, str(ROOT)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    installs = [item["metadata"]["name"] for item in json.loads(report.read_text())["install"]]
+    assert installs == ["labkit"]
+
+
+@pytest.mark.parametrize("path", [p for p in NOTEBOOKS if _widget_outputs(p)], ids=lambda p: p.stem)
+def test_stored_widget_outputs_are_static_html(path):
+    """GitHub and nbviewer show 'Loading widget...' for a stored widget view; ours store the
+    widget's HTML rendering of its state instead (the live view returns when the cell runs)."""
+    assert "widgets" not in json.loads(path.read_text())["metadata"]
+    for output in _widget_outputs(path):
+        assert WIDGET_VIEW not in output["data"]
+        html = "".join(output["data"]["text/html"])
+        assert "static view of" in html and "<table" in html
+
+
+def test_nbconvert_html_shows_each_widget_state():
+    from nbconvert import HTMLExporter
+
+    with_widgets = [p for p in NOTEBOOKS if _widget_outputs(p)]
+    assert len(with_widgets) >= 3
+    for path in with_widgets:
+        body, _ = HTMLExporter().from_filename(str(path))
+        assert body.count("static view of") == len(_widget_outputs(path)), path.name
+        assert WIDGET_VIEW not in body and "Loading widget" not in body
