@@ -214,6 +214,12 @@ class NamingLab(LabWidget):
         })
         self.controls["scheme"].style.button_width = "150px"
         self.controls["policy"].style.button_width = "110px"
+        self.controls["scheme"].observe(self._typed_name_only_when_used, names="value")
+        self._typed_name_only_when_used()
+
+    def _typed_name_only_when_used(self, _change=None) -> None:
+        """The name field counts only for "a name I type"; grey it out otherwise."""
+        self.controls["typed_name"].disabled = self.controls["scheme"].value != "a name I type"
 
     @property
     def state(self) -> tuple:

@@ -9,6 +9,8 @@ state, and waits until the page says exactly that. Screenshots go to ``tests/art
 Needs playwright (``tests/requirements.txt``; never ``playwright install``: it uses the system
 Chromium at /usr/bin/chromium, Debian's package ``chromium``). Without them the test skips with
 that sentence, except when ``LAB_CI=1`` (set by ``.ci/run``), where it fails.
+``LAB_UPDATE_SCREENSHOTS=1`` also copies one screenshot per widget to ``docs/screenshots/`` (the
+README shows those).
 """
 
 from __future__ import annotations
@@ -69,6 +71,10 @@ FLIPS = {
         [("dynamic", "True"), ("declaration", "has_side_effect"), ("shapes", "4 → 4 → 4")]
         + ([("device", "cuda")] if "cuda" in lw.devices() else [])),
 }
+
+# the screenshot the README shows for each widget: (step, file name in docs/screenshots/)
+SHOWCASE = {"02_mutates_args": (1, "declaration-lab.png"), "03_aliasing_and_names": (2, "naming-lab.png"),
+            "04_dce_and_dynamic_shapes": (1, "dynamic-lab.png")}
 
 _TAG = re.compile(r"<[^>]+>")
 
@@ -235,6 +241,10 @@ def test_widget_in_jupyterlab_shows_what_the_core_computes(name, lab_url, browse
             assert shown == expected, f"{name} after {change}: the page shows\n{shown}\nthe core says\n{expected}"
             area.screenshot(path=str(ARTIFACTS / f"{name}-{step}.png"))
         page.screenshot(path=str(ARTIFACTS / f"{name}-page.png"))
+        if os.environ.get("LAB_UPDATE_SCREENSHOTS") == "1":
+            step, target = SHOWCASE[name]
+            (ROOT / "docs" / "screenshots").mkdir(parents=True, exist_ok=True)
+            shutil.copy(ARTIFACTS / f"{name}-{step}.png", ROOT / "docs" / "screenshots" / target)
     finally:
         page.close()
         labkit.drop_namespace(core.namespace)

@@ -111,3 +111,15 @@ def test_nbconvert_html_shows_each_widget_state():
         body, _ = HTMLExporter().from_filename(str(path))
         assert body.count("static view of") == len(_widget_outputs(path)), path.name
         assert WIDGET_VIEW not in body and "Loading widget" not in body
+
+
+def test_readme_badges_and_pictures_point_at_real_files():
+    readme = (ROOT / "README.md").read_text()
+    assert f"https://mybinder.org/v2/gh/{PUB['github']}/{PUB['branch']}?urlpath=lab/tree/notebooks/" in readme
+    colab = re.findall(r"https://colab\.research\.google\.com/github/([^)\s]+)", readme)
+    assert len(colab) >= len(NOTEBOOKS)
+    for url in colab:
+        repo, path = url.split(f"/blob/{PUB['branch']}/")
+        assert repo == PUB["github"] and (ROOT / path).is_file(), url
+    pictures = re.findall(r"!\[[^\]]*\]\((docs/[^)]+)\)", readme)
+    assert len(pictures) >= 3 and all((ROOT / p).is_file() for p in pictures)

@@ -76,5 +76,9 @@ def test_the_widget_recomputes_only_for_relevant_changes():
     state = lab.state
     lab.controls["typed_name"].value = "ignored::while_scheme_is_shared"
     assert lab.state == state  # the text box matters only for "a name I type"
+    assert lab.controls["typed_name"].disabled  # and says so by being greyed out
+    lab.set(scheme="a name I type", typed_name="")
+    assert not lab.controls["typed_name"].disabled and "An op name is needed" in lab.view.value
+    lab.set(scheme="one shared name")
     lab.set(policy="fingerprinted")
     assert "fingerprint" in lab.view.value and "miss: compiled" in lab.view.value
