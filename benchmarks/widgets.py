@@ -6,12 +6,16 @@ For every state of the declaration and dynamic-mode widgets (after one warm-up c
   new state  = time of ``widget.set(...)`` for a state it has not shown;
   bare       = ``torch.compiler.reset()`` + ``torch.compile(fn, backend, dynamic)`` + the same calls,
                in the same process, with torch's default caches;
+  uncached   = the same bare compile with the FX-graph and AOTAutograd caches bypassed, as the
+               widgets do (they must trace for real to show each stage's graph): the ratio to it
+               is labkit's own overhead (eager run, recording, rendering);
   back       = time of ``widget.set(...)`` back to a state already shown.
 Prints one JSON line per widget and a final line with the peak memory (RSS) of the process.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import resource
@@ -21,16 +25,22 @@ import time
 import torch
 
 import labkit
-from labkit import scenarios, widgets as w
+from labkit import _torch_internals as internals, scenarios, widgets as w
 
 
-def bare(fn, calls, backend, dynamic) -> float:
+def bare(fn, calls, backend, dynamic, caches: bool = True) -> float:
     torch.compiler.reset()
     start = time.perf_counter()
     compiled = torch.compile(fn, backend=backend, dynamic=dynamic)
-    for args in calls:
-        compiled(*(a.clone() for a in args))
+    with contextlib.nullcontext() if caches else internals.graph_caches_off():
+        for args in calls:
+            compiled(*(a.clone() for a in args))
     return time.perf_counter() - start
+
+
+def both(fn, calls, backend, dynamic) -> tuple[float, float]:
+    """(bare with torch's caches, bare with the graph caches bypassed)."""
+    return bare(fn, calls, backend, dynamic), bare(fn, calls, backend, dynamic, caches=False)
 
 
 def timed(action) -> float:
@@ -51,8 +61,8 @@ def declaration_states():
             return x * 2 if out is None else x + out
 
         try:
-            reference = bare(step, [(torch.arange(4.0),), (torch.arange(6.0),)], backend, w.DYNAMIC_CHOICES[dynamic])
-        except Exception:  # noqa: BLE001 - the error states fail in torch too; time to the failure
+            reference = both(step, [(torch.arange(4.0),), (torch.arange(6.0),)], backend, w.DYNAMIC_CHOICES[dynamic])
+        except Exception:  # noqa: BLE001 - the error states fail in torch too; no fair reference
             reference = None
         rows.append((new, reference))
     back = timed(lambda: lab.set(declaration="correct", backend="aot_eager", dynamic="False"))
@@ -66,7 +76,7 @@ def dynamic_states():
         new = timed(lambda: lab.set(dynamic=dynamic, declaration=declaration, shapes=shapes))
         op = lab.result()[0]
         calls = [(torch.ones(n),) for n in w.SHAPE_SEQUENCES[shapes]]
-        rows.append((new, bare(scenarios.discards_result(op), calls, "inductor", w.DYNAMIC_CHOICES[dynamic])))
+        rows.append((new, both(scenarios.discards_result(op), calls, "inductor", w.DYNAMIC_CHOICES[dynamic])))
     back = timed(lambda: lab.set(dynamic="None", declaration="pure, result unused", shapes="4 → 6 → 8"))
     return "DynamicLab", rows, back
 
@@ -75,11 +85,16 @@ if __name__ == "__main__":
     labkit.warmup.start()
     labkit.warmup.wait()
     for name, rows, back in (declaration_states(), dynamic_states()):
-        ratios = [new / ref for new, ref in rows if ref]
+        timed_rows = [(new, ref) for new, ref in rows if ref]
+        ratios = [new / ref[0] for new, ref in timed_rows]
+        uncached = [new / ref[1] for new, ref in timed_rows]
         print(json.dumps({
             "widget": name, "states": len(rows),
             "new_state_s_median": round(statistics.median(n for n, _ in rows), 3),
-            "bare_compile_s_median": round(statistics.median(r for _, r in rows if r), 3),
+            "bare_compile_s_median": round(statistics.median(r[0] for _, r in timed_rows), 3),
             "ratio_median": round(statistics.median(ratios), 2), "ratio_max": round(max(ratios), 2),
+            "uncached_compile_s_median": round(statistics.median(r[1] for _, r in timed_rows), 3),
+            "ratio_to_uncached_median": round(statistics.median(uncached), 2),
+            "ratio_to_uncached_max": round(max(uncached), 2),
             "switch_back_s": round(back, 4)}))
     print(json.dumps({"peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}))

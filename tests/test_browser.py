@@ -147,11 +147,14 @@ def browser():
 # --- the page ---------------------------------------------------------------------------------
 
 NOTEBOOK = "window.jupyterapp.shell.currentWidget"
+# Done when every code cell has run, or when a cell failed (JupyterLab then stops the run).
 RUN_DONE = f"""() => {{
   const nb = {NOTEBOOK};
   const kernel = nb?.sessionContext?.session?.kernel;
   if (!kernel || kernel.status !== 'idle') return false;
-  return nb.content.widgets.filter(c => c.model.type === 'code').every(c => c.model.executionCount !== null);
+  const code = nb.content.widgets.filter(c => c.model.type === 'code');
+  return code.every(c => c.model.executionCount !== null)
+    || code.some(c => c.model.outputs.toJSON().some(o => o.output_type === 'error'));
 }}"""
 ERRORS = f"""() => {NOTEBOOK}.content.widgets.filter(c => c.model.type === 'code')
   .flatMap(c => c.model.outputs.toJSON()).filter(o => o.output_type === 'error')
@@ -159,8 +162,10 @@ ERRORS = f"""() => {NOTEBOOK}.content.widgets.filter(c => c.model.type === 'code
 
 
 def run_all(page, url: str, name: str) -> None:
-    page.goto(f"{url}/lab/tree/notebooks/{name}.ipynb")
-    page.wait_for_function(f"() => {NOTEBOOK}?.sessionContext?.session?.kernel?.status === 'idle'",
+    # a workspace of its own, reset: JupyterLab would otherwise reopen the previous notebook too
+    page.goto(f"{url}/lab/workspaces/{name}/tree/notebooks/{name}.ipynb?reset")
+    page.wait_for_function(f"""() => {NOTEBOOK}?.context?.path === 'notebooks/{name}.ipynb'
+                               && {NOTEBOOK}.sessionContext?.session?.kernel?.status === 'idle'""",
                            timeout=120_000)
     page.evaluate("() => window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
     page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
@@ -246,5 +251,7 @@ def test_widget_in_jupyterlab_shows_what_the_core_computes(name, lab_url, browse
             (ROOT / "docs" / "screenshots").mkdir(parents=True, exist_ok=True)
             shutil.copy(ARTIFACTS / f"{name}-{step}.png", ROOT / "docs" / "screenshots" / target)
     finally:
+        page.screenshot(path=str(ARTIFACTS / f"{name}-last.png"))  # what the page showed at the end
+        page.evaluate(f"() => {NOTEBOOK}?.sessionContext?.shutdown()")  # free the kernel's memory
         page.close()
         labkit.drop_namespace(core.namespace)
