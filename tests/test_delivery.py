@@ -21,7 +21,7 @@ import build_notebooks  # noqa: E402
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 PUB = build_notebooks.publication()
 LINK = re.compile(r"\]\(([^)\s]+)\)")
-WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_VIEW = build_notebooks.WIDGET_VIEW
 
 
 def _cells(path):
