@@ -8,7 +8,8 @@ Lifecycle, made explicit (torch's own is silent):
 
 * ``declare(spec)`` defines the op. Declaring a name again replaces the op, as
   ``custom_op`` does, but labkit also *retires* the old Python handle: calling it
-  raises :class:`StaleOpError` instead of running the new kernel under the old schema.
+  raises :class:`StaleOpError` instead of going through torch's old handle, which reports the
+  old schema and points at a deleted registration (calling it is undefined behaviour).
 * ``drop(name)`` frees the name; ``scoped(spec)`` declares for one ``with`` block.
 """
 

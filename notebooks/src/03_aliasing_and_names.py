@@ -149,23 +149,28 @@ with warnings.catch_warnings(record=True) as caught:
         x.add_(100)
 
 print("warnings:", [str(w.message) for w in caught])
-print("old handle reports:", foo_v1._opoverload._schema)
-print("new handle reports:", foo_v2._opoverload._schema)
-x = torch.zeros(1)
-foo_v1(x)
-print("calling the OLD handle added", x.item())
+print("old handle reports:    ", foo_v1._opoverload._schema)
+print("new handle reports:    ", foo_v2._opoverload._schema)
+print("torch.ops.nb03.foo is: ", torch.ops.nb03.foo.default._schema)
 
 # %%
-assert caught == []                                       # silently replaced
-assert str(foo_v1._opoverload._schema) == "nb03::foo(Tensor x) -> ()"       # stale metadata...
+assert caught == []                                                            # silently replaced
+assert str(foo_v1._opoverload._schema) == "nb03::foo(Tensor x) -> ()"          # stale metadata
 assert str(foo_v2._opoverload._schema) == "nb03::foo(Tensor(a0!) x) -> ()"
-assert x.item() == 100.0                                   # ...but the NEW kernel runs
+assert str(torch.ops.nb03.foo.default._schema) == str(foo_v2._opoverload._schema)
 
 # %% [markdown]
 # `custom_op` destroys the old registration and makes a new one, with no warning; a Python object you
-# kept from before still *reports* the old schema but *runs* the new kernel. (`labkit.declare` retires
-# such handles: calling one raises `StaleOpError`.) The lower-level API refuses instead, and
-# `torch.library._scoped_library` (private, used in torch's own tests) frees a name when its block ends:
+# kept from before still *reports* the old schema. **Do not call it.** Its C++ side still points at the
+# registration torch deleted: a dangling handle (pytorch #98541, "memory corruption on re-register").
+# Often the freed memory has been reused by the new registration and the call happens to reach the
+# new kernel — but it is undefined behaviour: in this lab's own test run of every notebook twice in
+# one kernel (torch 2.13.0), that call raised `MemoryError: std::bad_alloc`, and it can crash the
+# kernel. That is why this cell does not make the call. `labkit.declare` retires such handles instead:
+# calling one raises `StaleOpError` before anything reaches torch.
+#
+# The lower-level API refuses a duplicate instead, and `torch.library._scoped_library` (private, used
+# in torch's own tests) frees a name when its block ends:
 
 # %%
 low = torch.library.Library("nb03low", "FRAGMENT")
@@ -374,7 +379,7 @@ assert labkit.exercises.check(mitigations["schema fingerprint in the key"].steps
 # - Custom-op outputs may not alias inputs: `custom_op` refuses in eager; for `Library.define` ops
 #   AOTAutograd warns, or raises when `CI` is set.
 # - An op's qualified name is its identity. `custom_op` replaces a name silently; old handles lie about the
-#   schema. `Library.define` refuses duplicates; `_scoped_library` frees names.
+#   schema and must not be called (a dangling handle). `Library.define` refuses duplicates; `_scoped_library` frees names.
 # - **#187319:** the compile caches key on graph text, not on schemas. After changing a declaration, give the
 #   op a new name, disable the caches, or put a fingerprint of the declarations in
 #   `torch.compiler.config.cache_key_tag` (labkit's default). `torch.compiler.reset()` is not enough.
