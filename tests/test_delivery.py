@@ -47,10 +47,8 @@ def test_badges_open_this_very_file(path):
     top = _text(_cells(path)[0])
     colab = f"https://colab.research.google.com/github/{PUB['github']}/blob/{PUB['branch']}/notebooks/{path.name}"
     binder = f"https://mybinder.org/v2/gh/{PUB['github']}/{PUB['branch']}?urlpath=lab/tree/notebooks/{path.name}"
-    assert f"]({colab})" in top and f"]({binder})" in top
-    # the path inside each URL is a file of this repository
-    for url in (colab, binder):
-        assert (ROOT / url.split(f"/{PUB['branch']}/", 1)[-1].split("lab/tree/")[-1]).is_file()
+    assert f"]({colab})" in top and f"]({binder})" in top  # both end in this file's path in the repo
+    assert path.parent == ROOT / "notebooks"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)

@@ -21,8 +21,12 @@ static HTML rendering of its state, which each lab widget puts in its display bu
 from __future__ import annotations
 
 import pathlib
-import re
 import sys
+
+try:
+    import tomllib
+except ImportError:  # Python 3.10: pip vendors the same parser
+    from pip._vendor import tomli as tomllib
 
 import nbformat
 from nbclient import NotebookClient
@@ -38,9 +42,7 @@ CONTENTS = "../README.md#the-notebooks"
 
 def publication() -> dict:
     """``[tool.lab]`` of pyproject.toml: the GitHub ``owner/name`` and branch the lab is published at."""
-    text = (ROOT / "pyproject.toml").read_text()
-    section = text.split("[tool.lab]", 1)[1].split("\n[", 1)[0]
-    return dict(re.findall(r'^(\w+)\s*=\s*"([^"]*)"', section, re.MULTILINE))
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["lab"]
 
 
 def colab_url(name: str) -> str:
