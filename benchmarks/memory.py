@@ -42,19 +42,8 @@ MARK = "@@labkit-memory@@"
 
 # Run in the kernel after the notebook: find the widgets, show every state, report.
 DRIVE = r"""
-import gc as _gc, itertools as _it, json as _json, time as _time
+import gc as _gc, json as _json, time as _time
 import labkit.widgets as _lw
-
-_TEXT_SAMPLES = ("", "mylab::my_op", "not a name")   # free text: empty, a valid name, an invalid one
-
-def _choices(control):
-    if hasattr(control, "options"):                  # Dropdown, ToggleButtons, RadioButtons, ...
-        return [o if isinstance(o, str) else o[1] for o in control.options]
-    if isinstance(control.value, bool):              # Checkbox, ToggleButton
-        return [False, True]
-    if isinstance(control.value, str):               # Text, Textarea
-        return list(dict.fromkeys((control.value,) + _TEXT_SAMPLES))
-    return [control.value]                           # anything else: leave it as it is
 
 _seen, _rows = set(), []
 # type(), not isinstance(): isinstance() on a dead weakref.proxy in the heap raises ReferenceError
@@ -62,13 +51,12 @@ for _widget in [o for o in _gc.get_objects() if issubclass(type(o), _lw.LabWidge
     if id(_widget) in _seen:
         continue
     _seen.add(id(_widget))
-    _names = list(_widget.controls)
     _start, _before, _errors, _states = _time.perf_counter(), len(_widget._cache), [], 0
-    for _values in _it.product(*(_choices(_widget.controls[n]) for n in _names)):
-        _widget.set(**dict(zip(_names, _values)))
+    for _values in _widget.every_state():                # every option; free text: a few sample names
+        _widget.set(**_values)
         _states += 1
         if "could not compute" in _widget.view.value:
-            _errors.append({"state": dict(zip(_names, map(str, _values))), "view": _widget.view.value[:400]})
+            _errors.append({"state": {k: str(v) for k, v in _values.items()}, "view": _widget.view.value[:400]})
     _rows.append({"widget": type(_widget).__name__, "states": _states,
                   "new_states": len(_widget._cache) - _before, "errors": _errors,
                   "seconds": round(_time.perf_counter() - _start, 1)})

@@ -25,7 +25,7 @@ import time
 import torch
 
 import labkit
-from labkit import _torch_internals as internals, scenarios, widgets as w
+from labkit import _torch_internals as internals, experiments as e, widgets as w
 
 
 def bare(fn, calls, backend, dynamic, caches: bool = True) -> float:
@@ -52,16 +52,11 @@ def timed(action) -> float:
 def declaration_states():
     lab = w.DeclarationLab(namespace="bench_d")
     rows = []
-    for declaration, backend, dynamic in itertools.product(w.DECLARATIONS, ["aot_eager", "inductor"], w.DYNAMIC_CHOICES):
+    for declaration, backend, dynamic in itertools.product(e.DECLARATIONS, ["aot_eager", "inductor"], e.DYNAMIC_CHOICES):
         new = timed(lambda: lab.set(declaration=declaration, backend=backend, dynamic=dynamic))
-        op = labkit.ops.live_ops()[w.declaration_spec(declaration, "bench_d").name]
-
-        def step(x):
-            out = op(x)
-            return x * 2 if out is None else x + out
-
+        op = labkit.ops.live_ops()[e.declaration_spec(declaration, "bench_d").name]
         try:
-            reference = both(step, [(torch.arange(4.0),), (torch.arange(6.0),)], backend, w.DYNAMIC_CHOICES[dynamic])
+            reference = both(e.uses_result(op), [(torch.arange(4.0),), (torch.arange(6.0),)], backend, e.DYNAMIC_CHOICES[dynamic])
         except Exception:  # noqa: BLE001 - the error states fail in torch too; no fair reference
             reference = None
         rows.append((new, reference))
@@ -72,11 +67,11 @@ def declaration_states():
 def dynamic_states():
     lab = w.DynamicLab(namespace="bench_c")
     rows = []
-    for dynamic, declaration, shapes in itertools.product(w.DYNAMIC_CHOICES, w.DCE_DECLARATIONS, w.SHAPE_SEQUENCES):
+    for dynamic, declaration, shapes in itertools.product(e.DYNAMIC_CHOICES, e.DCE_DECLARATIONS, e.SHAPE_SEQUENCES):
         new = timed(lambda: lab.set(dynamic=dynamic, declaration=declaration, shapes=shapes))
         op = lab.result()[0]
-        calls = [(torch.ones(n),) for n in w.SHAPE_SEQUENCES[shapes]]
-        rows.append((new, both(scenarios.discards_result(op), calls, "inductor", w.DYNAMIC_CHOICES[dynamic])))
+        calls = [(torch.ones(n),) for n in e.SHAPE_SEQUENCES[shapes]]
+        rows.append((new, both(e.discards_result(op), calls, "inductor", e.DYNAMIC_CHOICES[dynamic])))
     back = timed(lambda: lab.set(dynamic="None", declaration="pure, result unused", shapes="4 → 6 → 8"))
     return "DynamicLab", rows, back
 

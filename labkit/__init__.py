@@ -18,7 +18,7 @@ _version_note = check_torch()  # raises TorchTooOld, one sentence, on a torch th
 import warnings  # noqa: E402
 
 from . import (  # noqa: E402
-    audit, cache, cache_demo, checks, env, exercises, naming, ops, render, scenarios, stages,
+    audit, cache, cache_demo, checks, env, exercises, experiments, naming, ops, render, stages,
     warmup, widgets,
 )
 from .ops import LabOpError, OpSpec, StaleOpError, declare, drop, drop_namespace, name_problem, scoped  # noqa: E402
@@ -29,7 +29,7 @@ __version__ = "0.1.0"
 __all__ = [
     "OpSpec", "declare", "drop", "drop_namespace", "scoped", "name_problem", "LabOpError", "StaleOpError",
     "compile_and_compare", "StageReport", "TorchError", "show", "summary", "text", "draw_fate", "setup",
-    "audit", "cache", "cache_demo", "checks", "env", "exercises", "naming", "ops", "render", "scenarios", "stages",
+    "audit", "cache", "cache_demo", "checks", "env", "exercises", "experiments", "naming", "ops", "render", "stages",
     "warmup", "widgets", "TorchTooOld", "check_torch",
 ]
 

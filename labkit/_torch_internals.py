@@ -8,6 +8,7 @@ Everything here was read in, and tested against, the torch releases in
 from __future__ import annotations
 
 import contextlib
+import threading
 from typing import Any, Callable
 from unittest import mock
 
@@ -56,14 +57,70 @@ def inductor_recording(on_forward: Callable[[torch.fx.GraphModule], None]) -> Ca
 
 @contextlib.contextmanager
 def collect_inductor_code(sink: list[str]):
-    """Collect every Python wrapper module Inductor generates inside the block."""
+    """Collect every Python wrapper module Inductor generates inside the block, on this thread.
+
+    Only this thread's: a compile running meanwhile on another thread (a warm-up, say)
+    must not land in the caller's report.
+    """
     from torch._inductor.graph import GraphLowering
 
+    original, thread = GraphLowering.save_output_code, threading.get_ident()
+
     def save_output_code(code: str) -> None:
-        sink.append(code)
+        if threading.get_ident() == thread:
+            sink.append(code)
+        elif original is not None:
+            original(code)
 
     with mock.patch.object(GraphLowering, "save_output_code", save_output_code):
         yield
+
+
+def custom_op_qualname(target) -> str | None:
+    """``namespace::name`` of the operator overload ``target`` when it is not one of torch's own."""
+    if not isinstance(target, torch._ops.OpOverload):
+        return None
+    if target.namespace in ("aten", "prims", "prim", "higher_order"):
+        return None
+    return f"{target.namespace}::{target._schema.name.split('::')[-1]}"
+
+
+def writes_an_input(target) -> bool:
+    """Whether the operator overload ``target`` declares that it writes one of its arguments."""
+    return isinstance(target, torch._ops.OpOverload) and target._schema.is_mutable
+
+
+def draws_random_numbers(target) -> bool:
+    """Whether the operator overload ``target`` is tagged ``nondeterministic_seeded`` (rand, dropout, ...)."""
+    return isinstance(target, torch._ops.OpOverload) and torch.Tag.nondeterministic_seeded in target.tags
+
+
+def inductor_falls_back_to_eager_random() -> bool:
+    """``torch._inductor.config.fallback_random``: True makes Inductor draw random numbers as eager does."""
+    import torch._inductor.config
+
+    return bool(torch._inductor.config.fallback_random)
+
+
+@contextlib.contextmanager
+def own_automatic_dynamic_state():
+    """Give the block a fresh automatic-dynamic-shapes memory, and put the caller's back after it.
+
+    Dynamo remembers which sizes changed per (file, line, function name), not per code
+    object, so a fresh copy of a function would inherit what earlier compiles of the
+    original saw (and teach them what it sees). ``torch.compiler.reset()`` also clears it,
+    but with every compiled function of the process.
+    """
+    import collections
+
+    from torch._dynamo import pgo
+
+    saved = pgo._CODE_STATE
+    pgo._CODE_STATE = collections.defaultdict(pgo.CodeState)
+    try:
+        yield
+    finally:
+        pgo._CODE_STATE = saved
 
 
 # --- op registration ----------------------------------------------------------------------------

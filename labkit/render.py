@@ -9,7 +9,7 @@ from __future__ import annotations
 import html
 import re
 
-from .stages import StageReport
+from .stages import StageReport, split_qualname
 
 STAGES = (("dynamo", "Dynamo graph"), ("aot", "AOTAutograd graph"), ("inductor", "Inductor code"),
           ("ran", "kernel ran"))
@@ -41,9 +41,20 @@ def fate_line(report: StageReport, op_name: str) -> str:
             f"Inductor {marks[fate['inductor']]} · kernel ran: {ran}")
 
 
+def _ops_to_show(report: StageReport, ops) -> list[str]:
+    """``ops`` checked (each 'namespace::name'), or every op the report involved."""
+    if ops is None:
+        return sorted(set(report.eager_calls) | set(report.compiled_calls))
+    if isinstance(ops, str):
+        ops = [ops]
+    for op in ops:
+        split_qualname(op)
+    return list(ops)
+
+
 def summary(report: StageReport, ops: list[str] | None = None) -> str:
     """A few lines: the experiment, the verdict, kernel calls, each op's fate."""
-    ops = ops if ops is not None else sorted(set(report.eager_calls) | set(report.compiled_calls))
+    ops = _ops_to_show(report, ops)
     lines = [f"backend={report.backend}  dynamic={report.dynamic}  inputs: {' | '.join(report.shapes)}"]
     if report.eager_error:
         lines.append(f"eager raised {report.eager_error.type_name}: {report.eager_error.message}")
@@ -84,7 +95,7 @@ def text(report: StageReport, ops: list[str] | None = None) -> str:
 def _highlight(code: str, ops: list[str]) -> str:
     escaped = html.escape(code)
     for op in ops:
-        namespace, name = op.split("::")
+        namespace, name = (re.escape(part) for part in split_qualname(op))
         escaped = re.sub(rf"(torch\.ops\.{namespace}\.{name}\.\w+|{namespace}\.{name}\.\w+)",
                          r'<b style="background:#ffe08a">\1</b>', escaped)
     escaped = re.sub(r"(auto_functionalized(?:_v2)?|with_effects|aten\.copy_\.default)",
@@ -93,7 +104,7 @@ def _highlight(code: str, ops: list[str]) -> str:
 
 
 def to_html(report: StageReport, ops: list[str] | None = None) -> str:
-    ops = ops if ops is not None else sorted(set(report.eager_calls) | set(report.compiled_calls))
+    ops = _ops_to_show(report, ops)
     verdict = ""
     if report.verdict is not None:
         colour = "#1b7f3b" if report.verdict.agree else "#b00020"
@@ -191,6 +202,8 @@ def draw_stages(report: StageReport, op_name: str | None = None, figsize=(11, 3.
     """Each stage's steps as a column of boxes; ``op_name``'s node in yellow, writes in red."""
     import matplotlib.pyplot as plt
 
+    if op_name is not None:
+        split_qualname(op_name)
     columns = []
     if report.dynamo_graphs:
         columns.append(("Dynamo graph", [_node_label(n) for n in report.dynamo_graphs[0].nodes],

@@ -1,4 +1,4 @@
-"""Widgets: a control changes a value, the core recomputes (cached per state), the view redraws.
+"""Widgets: a control changes a value, the core (:mod:`labkit.experiments`) recomputes, the view redraws.
 
 Every widget here can be driven from Python — set a control's ``.value`` (or call ``set``)
 and read ``.report`` or ``.view.value`` — which is how the tests use them. The view is
@@ -10,64 +10,39 @@ from __future__ import annotations
 
 import contextlib
 import html
+import itertools
+from typing import Iterator
 
 import ipywidgets as widgets
-import torch
 
-from . import cache, naming, ops, render, scenarios
-from .ops import OpSpec
-from .stages import compile_and_compare
+from . import cache, naming, render
+from .experiments import (
+    DCE_DECLARATIONS, DECLARATIONS, DYNAMIC_CHOICES, SHAPE_SEQUENCES, dce_experiment, declaration_experiment,
+    declaration_spec, devices, naming_story,
+)
 
-# What the kernel really does is the same in every case but "over-declared" and "no fake":
-# it adds 1 to x in place. What changes is what it *declares*.
-DECLARATIONS: dict[str, tuple[str, dict]] = {
-    "correct": ("writes x, declares mutates_args=('x',)",
-                dict(writes=("x",), mutates_args=("x",), returns="none")),
-    "undeclared mutation": ("writes x, declares mutates_args=()",
-                            dict(writes=("x",), mutates_args=(), returns="none")),
-    "over-declared": ("writes nothing, declares mutates_args=('x',)",
-                      dict(writes=(), mutates_args=("x",), returns="none")),
-    "returns its input": ("writes x, declares it, and returns x itself",
-                          dict(writes=("x",), mutates_args=("x",), returns="input")),
-    "no fake kernel": ("pure, returns a new tensor, no register_fake",
-                       dict(writes=(), mutates_args=(), returns="fresh", fake=False)),
-    '"unknown"': ("writes x, declares mutates_args='unknown'",
-                  dict(writes=("x",), mutates_args="unknown", returns="none")),
-}
-DYNAMIC_CHOICES = {"False": False, "True": True, "None": None}
+TEXT_SAMPLES = ("", "mylab::my_op", "not a name")  # what every_state() types into a free-text field
 
 
-def _slug(label: str) -> str:
-    return "".join(c if c.isalnum() else "_" for c in label).strip("_").lower() or "op"
-
-
-def declaration_spec(declaration: str, namespace: str = "declab") -> OpSpec:
-    _, fields = DECLARATIONS[declaration]
-    return OpSpec(name=f"{namespace}::{_slug(declaration)}", **fields)
-
-
-def declaration_experiment(declaration: str, backend: str, dynamic: bool | None,
-                           namespace: str = "declab", sizes=(4, 6)):
-    """The core of the declaration widget: declare the op, run ``step`` on two shapes, report."""
-    spec = declaration_spec(declaration, namespace)
-    live = ops.live_ops().get(spec.name)
-    op = live if live is not None and live.spec == spec else ops.declare(spec)
-
-    def step(x):
-        out = op(x)
-        return x * 2 if out is None else x + out
-
-    calls = [(torch.arange(float(n)),) for n in sizes]
-    return op, compile_and_compare(step, calls=calls, backend=backend, dynamic=dynamic)
+def _options(control: widgets.Widget) -> list | None:
+    """The values a selection control accepts (None for free-text and other controls)."""
+    if not hasattr(control, "options"):
+        return None
+    return [o if isinstance(o, str) else o[1] for o in control.options]
 
 
 class LabWidget:
-    """Shared plumbing: controls -> state -> cached compute -> view."""
+    """Shared plumbing: controls -> state -> cached compute -> view.
+
+    ``close()`` closes every ipywidget the lab made; a notebook that builds many labs should
+    close the ones it no longer shows, or their widgets stay alive in the kernel.
+    """
 
     title = ""
 
     def __init__(self, controls: dict[str, widgets.Widget]):
         self.controls = controls
+        self.heading = widgets.HTML(f"<p><b>{html.escape(self.title)}</b></p>")  # as in the static view
         self.status = widgets.HTML()
         self.view = widgets.HTML()
         self._cache: dict = {}
@@ -78,7 +53,8 @@ class LabWidget:
             if isinstance(control, widgets.ToggleButtons):
                 control.style.button_width = "86px"
             control.style.description_width = "90px"
-        self.ui = widgets.VBox([widgets.VBox(list(controls.values())), self.status, self.view])
+        self._controls_box = widgets.VBox(list(controls.values()))
+        self.ui = widgets.VBox([self.heading, self._controls_box, self.status, self.view])
         self.update()
 
     # -- state ------------------------------------------------------------------------------
@@ -86,13 +62,50 @@ class LabWidget:
     def state(self) -> tuple:
         return tuple(control.value for control in self.controls.values())
 
+    def problem(self, name: str, value) -> str | None:
+        """Why control ``name`` cannot take ``value`` (one sentence), or None when it can."""
+        if name not in self.controls:
+            return f"{type(self).__name__} has no control {name!r}; its controls are {list(self.controls)}."
+        options = _options(self.controls[name])
+        if options is not None and (not isinstance(value, str) or value not in options):
+            return f"{name} must be one of {options}, not {value!r}."
+        if options is None and not isinstance(value, type(self.controls[name].value)):
+            return (f"{name} must be a {type(self.controls[name].value).__name__}, "
+                    f"not {type(value).__name__} ({value!r}).")
+        return None
+
     def set(self, **values) -> "LabWidget":
-        """Set several controls at once, recomputing only once."""
+        """Set several controls at once, recomputing once; all or nothing.
+
+        Every value is checked first: one bad value raises ValueError (naming the choices)
+        and changes nothing, so the view always shows the controls' state.
+        """
+        problems = [p for name, value in values.items() if (p := self.problem(name, value))]
+        if problems:
+            raise ValueError(" ".join(problems))
         with self._hold():
             for name, value in values.items():
                 self.controls[name].value = value
         self.update()
         return self
+
+    def choices(self) -> dict[str, list]:
+        """Every value a learner can give each control (free text: its value and a few samples)."""
+        out = {}
+        for name, control in self.controls.items():
+            options = _options(control)
+            if options is None and isinstance(control.value, bool):
+                options = [False, True]
+            elif options is None and isinstance(control.value, str):
+                options = list(dict.fromkeys((control.value,) + TEXT_SAMPLES))
+            out[name] = options if options is not None else [control.value]
+        return out
+
+    def every_state(self) -> Iterator[dict]:
+        """Every combination of :meth:`choices`, as keyword arguments for :meth:`set`."""
+        choices = self.choices()
+        for values in itertools.product(*choices.values()):
+            yield dict(zip(choices, values))
 
     @contextlib.contextmanager
     def _hold(self):
@@ -113,11 +126,18 @@ class LabWidget:
     def render(self, result) -> str:  # pragma: no cover
         raise NotImplementedError
 
+    def cacheable(self, result) -> bool:
+        """Whether ``result`` stays true while the state is unchanged (override when it may not)."""
+        return True
+
     def result(self, state: tuple | None = None):
         state = self.state if state is None else state
-        if state not in self._cache:
-            self._cache[state] = self.compute(state)
-        return self._cache[state]
+        if state in self._cache:
+            return self._cache[state]
+        result = self.compute(state)
+        if self.cacheable(result):
+            self._cache[state] = result
+        return result
 
     def update(self) -> None:
         fresh = self.state not in self._cache
@@ -131,7 +151,7 @@ class LabWidget:
             self.view.value = (f"<p style='color:#b00020'><b>labkit could not compute this state</b>: "
                                f"{html.escape(type(error).__name__)}: {html.escape(str(error)[:500])}</p>")
 
-    # -- display ----------------------------------------------------------------------------
+    # -- display and lifetime ---------------------------------------------------------------
     def _ipython_display_(self):
         from IPython.display import display
 
@@ -144,6 +164,21 @@ class LabWidget:
                 "version_major": 2, "version_minor": 0, "model_id": self.ui.model_id},
         }
         display(bundle, raw=True)
+
+    def all_widgets(self) -> list[widgets.Widget]:
+        """Every ipywidget this lab made: controls, heading, status, view, their boxes, layouts and styles."""
+        made = [*self.controls.values(), self.heading, self.status, self.view, self._controls_box, self.ui]
+        parts = [part for widget in made for part in (getattr(widget, "layout", None), getattr(widget, "style", None))
+                 if isinstance(part, widgets.Widget)]
+        return made + parts
+
+    def close(self) -> None:
+        """Close every widget this lab made, so the kernel and the frontend can free them."""
+        for control in self.controls.values():
+            control.unobserve_all()
+        for widget in self.all_widgets():
+            widget.close()
+        self._cache.clear()
 
     def describe(self) -> str:
         return ", ".join(f"{name}={control.value!r}" for name, control in self.controls.items())
@@ -230,6 +265,10 @@ class NamingLab(LabWidget):
         scheme, typed, order, policy = state
         return naming.run(scheme, order, policy, namespace=self.namespace, typed=typed)
 
+    def cacheable(self, result) -> bool:
+        """A refused name is not remembered: "already exists" stops being true once the name is freed."""
+        return not result.problem
+
     @property
     def outcome(self) -> naming.NamingResult:
         return self.result()
@@ -248,53 +287,6 @@ class NamingLab(LabWidget):
         return (f"<p>The kernel always adds 1 to <code>x</code> (zeros); only the declaration changes. "
                 f"Cache policy <code>{html.escape(result.policy)}</code>, in a fresh cache directory.</p>"
                 + table + f"<p>{html.escape(naming_story(result))}</p>")
-
-
-def naming_story(result: naming.NamingResult) -> str:
-    """One sentence that says what the table shows."""
-    if result.problem:
-        return result.problem
-    first, second = result.steps
-    if second.stale:
-        luck = ("the answer still looks right only because the old artifact happens to call the op."
-                if second.correct else "so the second compile is silently wrong.")
-        return (f"The second compile got the first one's artifact from the cache (#187319): it was built "
-                f"for '{first.declared}', {luck}")
-    if first.name == second.name:
-        return ("Same name, but the cache could not confuse them: "
-                + ("the fingerprint of the declarations is part of the key." if result.policy == "fingerprinted"
-                   else "the caches are off."))
-    return "Different names give different graphs, so different cache keys: no confusion."
-
-
-# --- dead-code elimination and dynamic shapes ----------------------------------------------------
-
-DCE_DECLARATIONS: dict[str, dict] = {
-    "pure, result unused": dict(returns="fresh"),
-    "-> None with a Python side effect": dict(returns="none"),
-    "declared mutation of x": dict(writes=("x",), mutates_args=("x",), returns="none"),
-    "has_side_effect": dict(returns="none", effect="side_effect"),
-    "effectful (ordered)": dict(returns="none", effect="ordered"),
-}
-SHAPE_SEQUENCES = {"4 → 6 → 8": (4, 6, 8), "4 → 4 → 4": (4, 4, 4), "4 → 6 → 4": (4, 6, 4)}
-
-
-def devices() -> list[str]:
-    """The devices a learner can pick: the CPU always, CUDA only when a GPU is present."""
-    return ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
-
-
-def dce_experiment(declaration: str, dynamic: bool | None, shapes=(4, 6, 8), device: str = "cpu",
-                   backend: str = "inductor", namespace: str = "dcelab"):
-    """Call an op whose result nobody uses, on a sequence of shapes; report its fate."""
-    if device not in devices():
-        raise ValueError(f"device {device!r} is not available here; pick one of {devices()}.")
-    spec = OpSpec(name=f"{namespace}::{_slug(declaration)}", **DCE_DECLARATIONS[declaration])
-    live = ops.live_ops().get(spec.name)
-    op = live if live is not None and live.spec == spec else ops.declare(spec)
-
-    calls = [(torch.ones(n, device=device),) for n in shapes]
-    return op, compile_and_compare(scenarios.discards_result(op), calls=calls, backend=backend, dynamic=dynamic)
 
 
 class DynamicLab(LabWidget):

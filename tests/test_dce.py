@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from labkit import compile_and_compare, declare
-from labkit.widgets import DCE_DECLARATIONS, DYNAMIC_CHOICES, DynamicLab, dce_experiment, devices
+from labkit.experiments import DCE_DECLARATIONS, DYNAMIC_CHOICES, dce_experiment, devices
+from labkit.widgets import DynamicLab
 
 KEPT = {"pure, result unused": False, "-> None with a Python side effect": False,
         "declared mutation of x": True, "has_side_effect": True, "effectful (ordered)": True}

@@ -3,7 +3,8 @@
 import pytest
 
 from labkit import cache, naming
-from labkit.widgets import NamingLab, naming_story
+from labkit.experiments import naming_story
+from labkit.widgets import NamingLab
 
 PURE_FIRST, MUTATING_FIRST = naming.ORDERS
 

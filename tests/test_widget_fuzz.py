@@ -5,7 +5,7 @@ import string
 
 import pytest
 
-from labkit import naming, widgets as w
+from labkit import experiments as e, naming, widgets as w
 
 
 def _facts(report):
@@ -34,7 +34,7 @@ def _fuzz(widget, steps, seed, check):
 def test_declaration_lab_fuzz():
     def check(lab):
         declaration, backend, dynamic = lab.state
-        _, fresh = w.declaration_experiment(declaration, backend, w.DYNAMIC_CHOICES[dynamic], "t_fuzz_d")
+        _, fresh = e.declaration_experiment(declaration, backend, e.DYNAMIC_CHOICES[dynamic], "t_fuzz_d")
         assert _facts(lab.report) == _facts(fresh), lab.state
 
     _fuzz(w.DeclarationLab(namespace="t_fuzz_d"), steps=14, seed=1, check=check)
@@ -43,7 +43,7 @@ def test_declaration_lab_fuzz():
 def test_dynamic_lab_fuzz():
     def check(lab):
         dynamic, declaration, shapes, device = lab.state
-        _, fresh = w.dce_experiment(declaration, w.DYNAMIC_CHOICES[dynamic], w.SHAPE_SEQUENCES[shapes], device,
+        _, fresh = e.dce_experiment(declaration, e.DYNAMIC_CHOICES[dynamic], e.SHAPE_SEQUENCES[shapes], device,
                                     namespace="t_fuzz_c")
         assert _facts(lab.report) == _facts(fresh), lab.state
 

@@ -4,8 +4,9 @@ import itertools
 
 import pytest
 
-from labkit import widgets as w
-from labkit.widgets import DECLARATIONS, DeclarationLab
+from labkit import experiments as e, ops, widgets as w
+from labkit.experiments import DECLARATIONS
+from labkit.widgets import DeclarationLab
 
 EXPECTED = {  # declaration -> (what happens, does compiled agree with eager?)
     "correct": ("agree", True),
@@ -21,7 +22,7 @@ EXPECTED = {  # declaration -> (what happens, does compiled agree with eager?)
 def lab():
     widget = DeclarationLab(namespace="t_decl")
     yield widget
-    w.ops.drop_namespace("t_decl")
+    ops.drop_namespace("t_decl")
 
 
 @pytest.mark.parametrize("declaration, backend", list(itertools.product(DECLARATIONS, ["aot_eager", "inductor"])))
@@ -37,7 +38,7 @@ def test_every_declaration_on_every_backend(lab, declaration, backend):
         assert report.verdict.agree is agree
         assert ("agree" if agree else "DIFFER") in lab.view.value
     assert lab.schema in lab.view.value.replace("&gt;", ">")
-    name = w.declaration_spec(declaration, "t_decl").name
+    name = e.declaration_spec(declaration, "t_decl").name
     if declaration == "undeclared mutation":
         assert report.compiled_calls[name] == 0 and report.fate(name)["aot"] is False
     if declaration == "over-declared":  # correct but not free: the useless call is kept
@@ -50,7 +51,7 @@ def test_every_declaration_on_every_backend(lab, declaration, backend):
 def test_the_result_matches_a_fresh_computation(lab):
     lab.set(declaration="undeclared mutation", backend="aot_eager", dynamic="None")
     cached = lab.report
-    _, fresh = w.declaration_experiment("undeclared mutation", "aot_eager", None, "t_decl")
+    _, fresh = e.declaration_experiment("undeclared mutation", "aot_eager", None, "t_decl")
     assert cached.verdict == fresh.verdict and cached.graphs_per_call == fresh.graphs_per_call
     assert cached.compiled_calls == fresh.compiled_calls
 

@@ -168,7 +168,7 @@ print(results["returns its input"].eager_error.message)
 #   function that never uses the op's effect:
 
 # %%
-ignores_the_op = labkit.scenarios.discards_result   # f(x): op(x); return x + 1
+ignores_the_op = labkit.experiments.discards_result   # f(x): op(x); return x + 1
 
 pure = labkit.declare(name="nb02::pure", returns="none")
 over = labkit.declare(name="nb02::over", mutates_args=("x",), returns="none")
@@ -322,7 +322,7 @@ my_predictions = {
 
 # %%
 def actual(declaration):
-    _, report = labkit.widgets.declaration_experiment(declaration, "aot_eager", False, namespace="nb02x")
+    _, report = labkit.experiments.declaration_experiment(declaration, "aot_eager", False, namespace="nb02x")
     if report.eager_error or report.error:
         return "error"
     return "correct" if report.verdict.agree else "silently wrong"

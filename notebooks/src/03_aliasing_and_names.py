@@ -321,7 +321,7 @@ naming_lab
 naming_lab.set(scheme="a name I type", typed_name="aten::add")
 print(naming_lab.outcome.problem)
 naming_lab.set(typed_name="mine::op", policy="fingerprinted")
-print(labkit.widgets.naming_story(naming_lab.outcome))
+print(labkit.experiments.naming_story(naming_lab.outcome))
 
 # %%
 assert "belongs to torch itself" in naming_lab.set(typed_name="aten::add").outcome.problem

@@ -21,7 +21,7 @@ import labkit
 labkit.setup()
 dropped = labkit.drop_namespace("nb04")
 device = labkit.env.pick_device()
-result_unused = labkit.scenarios.discards_result   # f(x): op(x); return x + 1 — op's result unused
+result_unused = labkit.experiments.discards_result   # f(x): op(x); return x + 1 — op's result unused
 
 # %% [markdown]
 # ## 1. Where ops get removed
@@ -194,7 +194,7 @@ assert all(by_mode[(mode, case)] == survives[case] for mode in (False, True, Non
 # %%
 outcome = {}
 for declaration in ("pure, result unused", "has_side_effect"):
-    op, report = labkit.widgets.dce_experiment(declaration, True, (4, 6, 8), device=device.type, namespace="nb04ci")
+    op, report = labkit.experiments.dce_experiment(declaration, True, (4, 6, 8), device=device.type, namespace="nb04ci")
     outcome[declaration] = report.fate(op.name)["ran"]
     assert report.graphs_per_call == [1, 0, 0] and report.verdict.agree
 kernel_kind = "Triton" if any("triton" in c for c in report.inductor_code) else "C++"

@@ -62,7 +62,7 @@ assert aliasing.kinds() == {"eager"}
 
 # %%
 logger = labkit.declare(name="nb05::logger", returns="none")
-fate = labkit.compile_and_compare(labkit.scenarios.discards_result(logger), torch.ones(4)).fate("nb05::logger")
+fate = labkit.compile_and_compare(labkit.experiments.discards_result(logger), torch.ones(4)).fate("nb05::logger")
 print("plain logger runs compiled:", fate["ran"], "| audit finds:", audit(logger, torch.ones(4)).findings)
 assert fate["ran"] is False and audit(logger, torch.ones(4)).ok       # removed, and nothing flags it
 
@@ -73,8 +73,8 @@ assert fate["ran"] is False and audit(logger, torch.ones(4)).ok       # removed,
 # %%
 stale = labkit.naming.run("one shared name", labkit.naming.ORDERS[0], "default")
 safe = labkit.naming.run("one shared name", labkit.naming.ORDERS[0], "fingerprinted")
-print("plain torch:", labkit.widgets.naming_story(stale))
-print("labkit default:", labkit.widgets.naming_story(safe))
+print("plain torch:", labkit.experiments.naming_story(stale))
+print("labkit default:", labkit.experiments.naming_story(safe))
 assert labkit.cache.policy() == "fingerprinted" and stale.steps[1].stale and not safe.steps[1].stale
 
 # %% [markdown]
@@ -109,7 +109,7 @@ def opcheck_catches_every_declaration_mistake():
 
 def dce_depends_on_dynamic_shapes():
     pure = labkit.declare(name="nb05::pure", returns="fresh")
-    f = labkit.scenarios.discards_result(pure)
+    f = labkit.experiments.discards_result(pure)
     calls = [(torch.ones(n),) for n in (3, 5)]
     ran = {m: labkit.compile_and_compare(f, calls=calls, backend="inductor", dynamic=m).fate("nb05::pure")["ran"]
            for m in (False, True, None)}

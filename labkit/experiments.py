@@ -1,0 +1,140 @@
+"""The lab's experiments and their catalogues: UI-free, so a test, a script or a widget can run them.
+
+Each catalogue maps a label a learner sees to what it means; each experiment declares the
+op a label names, runs :func:`labkit.stages.compile_and_compare` on a small program and
+returns ``(op, report)``. The widgets in :mod:`labkit.widgets` only wire controls to these.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from . import naming, ops
+from .ops import OpSpec
+from .stages import compile_and_compare
+
+# What the kernel really does is the same in every case but "over-declared" and "no fake":
+# it adds 1 to x in place. What changes is what it *declares*.
+DECLARATIONS: dict[str, tuple[str, dict]] = {
+    "correct": ("writes x, declares mutates_args=('x',)",
+                dict(writes=("x",), mutates_args=("x",), returns="none")),
+    "undeclared mutation": ("writes x, declares mutates_args=()",
+                            dict(writes=("x",), mutates_args=(), returns="none")),
+    "over-declared": ("writes nothing, declares mutates_args=('x',)",
+                      dict(writes=(), mutates_args=("x",), returns="none")),
+    "returns its input": ("writes x, declares it, and returns x itself",
+                          dict(writes=("x",), mutates_args=("x",), returns="input")),
+    "no fake kernel": ("pure, returns a new tensor, no register_fake",
+                       dict(writes=(), mutates_args=(), returns="fresh", fake=False)),
+    '"unknown"': ("writes x, declares mutates_args='unknown'",
+                  dict(writes=("x",), mutates_args="unknown", returns="none")),
+}
+DYNAMIC_CHOICES = {"False": False, "True": True, "None": None}
+
+DCE_DECLARATIONS: dict[str, dict] = {
+    "pure, result unused": dict(returns="fresh"),
+    "-> None with a Python side effect": dict(returns="none"),
+    "declared mutation of x": dict(writes=("x",), mutates_args=("x",), returns="none"),
+    "has_side_effect": dict(returns="none", effect="side_effect"),
+    "effectful (ordered)": dict(returns="none", effect="ordered"),
+}
+SHAPE_SEQUENCES = {"4 → 6 → 8": (4, 6, 8), "4 → 4 → 4": (4, 4, 4), "4 → 6 → 4": (4, 6, 4)}
+
+
+def _slug(label: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in label).strip("_").lower() or "op"
+
+
+def _choice(catalogue: dict, label, what: str):
+    """``catalogue[label]``, or one sentence listing the labels a caller can use."""
+    if not isinstance(label, str) or label not in catalogue:
+        raise ValueError(f"{what} must be one of {list(catalogue)}, not {label!r}.")
+    return catalogue[label]
+
+
+def _declared(spec: OpSpec):
+    """The live op for ``spec``: reused when an identical one is alive, declared otherwise."""
+    live = ops.live_ops().get(spec.name)
+    return live if live is not None and live.spec == spec else ops.declare(spec)
+
+
+# --- small programs the lessons compile again and again ------------------------------------------
+
+
+def discards_result(op):
+    """``f(x)`` that calls ``op(x)``, throws the result away and returns ``x + 1``.
+
+    The smallest program in which an op is dead code unless something keeps it alive.
+    """
+
+    def f(x):
+        op(x)
+        return x + 1
+
+    f.__name__ = f"discards_{getattr(op, '__name__', 'op')}_result"
+    return f
+
+
+def uses_result(op):
+    """``step(x)``: ``x * 2`` when ``op(x)`` returns None, else ``x + op(x)``: the declaration lab's program."""
+
+    def step(x):
+        out = op(x)
+        return x * 2 if out is None else x + out
+
+    return step
+
+
+# --- the declaration experiment (notebook 02) ----------------------------------------------------
+
+
+def declaration_spec(declaration: str, namespace: str = "declab") -> OpSpec:
+    _, fields = _choice(DECLARATIONS, declaration, "declaration")
+    return OpSpec(name=f"{namespace}::{_slug(declaration)}", **fields)
+
+
+def declaration_experiment(declaration: str, backend: str, dynamic: bool | None,
+                           namespace: str = "declab", sizes=(4, 6)):
+    """Declare the op ``declaration`` names, run :func:`uses_result` on two shapes, report."""
+    op = _declared(declaration_spec(declaration, namespace))
+    calls = [(torch.arange(float(n)),) for n in sizes]
+    return op, compile_and_compare(uses_result(op), calls=calls, backend=backend, dynamic=dynamic)
+
+
+# --- dead-code elimination and dynamic shapes (notebook 04) --------------------------------------
+
+
+def devices() -> list[str]:
+    """The devices a learner can pick: the CPU always, CUDA only when a GPU is present."""
+    return ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+def dce_experiment(declaration: str, dynamic: bool | None, shapes=(4, 6, 8), device: str = "cpu",
+                   backend: str = "inductor", namespace: str = "dcelab"):
+    """Call an op whose result nobody uses, on a sequence of shapes; report its fate."""
+    if device not in devices():
+        raise ValueError(f"device {device!r} is not available here; pick one of {devices()}.")
+    fields = _choice(DCE_DECLARATIONS, declaration, "declaration")
+    op = _declared(OpSpec(name=f"{namespace}::{_slug(declaration)}", **fields))
+    calls = [(torch.ones(n, device=device),) for n in shapes]
+    return op, compile_and_compare(discards_result(op), calls=calls, backend=backend, dynamic=dynamic)
+
+
+# --- the naming experiment (notebooks 03, 05) ----------------------------------------------------
+
+
+def naming_story(result: naming.NamingResult) -> str:
+    """One sentence that says what a :func:`labkit.naming.run` table shows."""
+    if result.problem:
+        return result.problem
+    first, second = result.steps
+    if second.stale:
+        luck = ("the answer still looks right only because the old artifact happens to call the op."
+                if second.correct else "so the second compile is silently wrong.")
+        return (f"The second compile got the first one's artifact from the cache (#187319): it was built "
+                f"for '{first.declared}', {luck}")
+    if first.name == second.name:
+        return ("Same name, but the cache could not confuse them: "
+                + ("the fingerprint of the declarations is part of the key." if result.policy == "fingerprinted"
+                   else "the caches are off."))
+    return "Different names give different graphs, so different cache keys: no confusion."
