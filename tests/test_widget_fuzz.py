@@ -13,9 +13,10 @@ def _facts(report):
             getattr(report.error, "kind", None), getattr(report.eager_error, "kind", None))
 
 
-def _random_value(rng, control):
+def _random_value(rng, widget, name):
+    control = widget.controls[name]
     if hasattr(control, "options"):
-        return rng.choice([o if isinstance(o, str) else o[1] for o in control.options])
+        return rng.choice(widget.choices()[name])
     alphabet = string.ascii_letters + string.digits + "_: .é∂'\"()"
     candidates = ["", "   ", "ok::fine", "aten::add", "ns::def", "a::b::c", "x" * 300, "ns::ópera",
                   "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 20)))]
@@ -26,8 +27,9 @@ def _fuzz(widget, steps, seed, check):
     rng = random.Random(seed)
     for _ in range(steps):
         name = rng.choice(list(widget.controls))
-        widget.controls[name].value = _random_value(rng, widget.controls[name])
+        widget.controls[name].value = _random_value(rng, widget, name)
         assert "could not compute" not in widget.view.value, (widget.state, widget.view.value)
+        assert widget.view.value == widget.render(widget.result()), widget.state  # never a stale view
         check(widget)
 
 
