@@ -3,10 +3,12 @@
 ``compile_and_compare(fn, x)`` is the lab's one experiment:
 
 1. run ``fn`` eagerly on copies of the inputs (the reference);
-2. run it through ``torch.compile`` on fresh copies, recording the Dynamo graph(s),
-   AOTAutograd's forward graph(s) and Inductor's generated code;
+2. run a fresh copy of ``fn`` through ``torch.compile`` on fresh copies of the inputs,
+   from the same random and module state, recording the Dynamo graph(s), AOTAutograd's
+   forward graph(s) and Inductor's generated code;
 3. count the real kernel calls of every lab op in each run, and compare the two
-   runs on their outputs *and* on the final values of their inputs.
+   runs on their outputs, on the final values of their inputs and on the tensors the
+   function reaches outside its arguments (closure, globals, module buffers).
 
 Whatever torch raises comes back as a :class:`TorchError` with torch's own words,
 so a notebook can show the message instead of a traceback.

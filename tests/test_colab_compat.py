@@ -38,6 +38,11 @@ for widget in (lab, naming, dynamic):
     data = shown.outputs[0].data
     assert {"application/vnd.jupyter.widget-view+json", "text/html", "text/plain"} <= set(data), data.keys()
     assert "static view of" in data["text/html"]
+    assert widget.title in widget.ui.children[0].value  # the live title
+alive = len(ipywidgets.Widget.widgets)
+for widget in (lab, naming, dynamic):
+    widget.close()
+assert len(ipywidgets.Widget.widgets) < alive - 3 * 15, (alive, len(ipywidgets.Widget.widgets))
 print("ok with ipywidgets", ipywidgets.__version__)
 """
 
