@@ -11,31 +11,38 @@ The core (pure, tested against real torch):
 Thin layers on top: :mod:`labkit.render` (text, HTML, pictures) and :mod:`labkit.warmup`.
 """
 
+import importlib
+
 from .env import TorchTooOld, check_torch
 
 _version_note = check_torch()  # raises TorchTooOld, one sentence, on a torch that is too old
 
-import warnings  # noqa: E402
-
-from . import (  # noqa: E402
-    audit, cache, cache_demo, checks, env, exercises, naming, ops, render, scenarios, stages,
-    warmup, widgets,
+# Importing labkit changes nothing in torch: the cache policy starts in setup() (cache.enable()).
+from . import auditing, cache, checks, env, exercises, naming, ops, scenarios, stages, warmup  # noqa: E402
+from .auditing import audit  # noqa: E402 - labkit.audit(op, *sample_inputs), as documented
+from .ops import (  # noqa: E402
+    LabOpError, OpSpec, StaleOpError, declare, drop, drop_namespace, name_problem, scoped,
 )
-from .ops import LabOpError, OpSpec, StaleOpError, declare, drop, drop_namespace, name_problem, scoped  # noqa: E402
 from .render import draw_fate, show, summary, text  # noqa: E402
 from .stages import StageReport, TorchError, compile_and_compare  # noqa: E402
+
+# Imported on first use: ipywidgets is heavy, and the cache demo's subprocesses never need it.
+_LAZY_MODULES = ("widgets", "cache_demo", "preflight")
+
+
+def __getattr__(name):
+    if name in _LAZY_MODULES:
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'labkit' has no attribute {name!r}")
+
 
 __version__ = "0.1.0"
 __all__ = [
     "OpSpec", "declare", "drop", "drop_namespace", "scoped", "name_problem", "LabOpError", "StaleOpError",
     "compile_and_compare", "StageReport", "TorchError", "show", "summary", "text", "draw_fate", "setup",
-    "audit", "cache", "cache_demo", "checks", "env", "exercises", "naming", "ops", "render", "scenarios", "stages",
-    "warmup", "widgets", "TorchTooOld", "check_torch",
+    "audit", "auditing", "cache", "cache_demo", "checks", "env", "exercises", "naming", "ops", "render",
+    "scenarios", "stages", "warmup", "widgets", "TorchTooOld", "check_torch",
 ]
-
-cache.set_policy("fingerprinted")
-# torch warns once when caches are off; the lab turns them off on purpose in cache lessons.
-warnings.filterwarnings("ignore", message="dynamo_pgo force disabled")
 
 
 def setup(warm_inductor: bool = True) -> dict[str, str]:
@@ -48,6 +55,7 @@ def setup(warm_inductor: bool = True) -> dict[str, str]:
     print(env.report_text(info))
     if _version_note:
         print("note:", _version_note)
+    print(cache.enable())
     if warm_inductor:
         warmup.start()
         print("Inductor warm-up: started in the background (its first compile costs seconds, once).")
