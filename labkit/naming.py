@@ -56,6 +56,8 @@ def name_pair(scheme: str, namespace: str, typed: str = "") -> tuple[str, str] |
     The experiment needs names nobody holds: it refuses any that exist already (yours, labkit's
     or torch's), so it never replaces an op it did not create.
     """
+    if scheme != "a name I type" and not isinstance(namespace, str):
+        return f"The namespace must be text such as 'mylab', not {namespace!r:.60}."
     if scheme == "one shared name":
         names = (f"{namespace}::op", f"{namespace}::op")
     elif scheme == "distinct names":
@@ -64,7 +66,7 @@ def name_pair(scheme: str, namespace: str, typed: str = "") -> tuple[str, str] |
         names = (typed, typed)
     problem = ops.name_problem(names[0])
     if problem:
-        return problem if scheme == "a name I type" else f"The namespace {namespace!r:.60} cannot be used: {problem}"
+        return problem
     for name in names:
         if ops.exists(name):
             fix = "type a new name" if scheme == "a name I type" else "pick another namespace"

@@ -146,16 +146,15 @@ def test_the_learners_own_custom_op_is_never_replaced_or_dropped(action):
     assert lines[1] == "[100.0, 100.0] [100.0, 100.0]"
 
 
-@pytest.mark.parametrize("scheme", naming.SCHEMES)
+@pytest.mark.parametrize("scheme", ["one shared name", "a name I type"])
 def test_the_naming_experiment_refuses_a_namespace_holding_the_learners_op(scheme):
     lines = assert_survived(run_python(USERS_OWN_OP + f"""
     result = labkit.naming.run({scheme!r}, labkit.naming.ORDERS[0], "default", namespace="mylab",
                                typed="mylab::op")
-    print(result.problem if {scheme!r} != "distinct names" else "skip")
+    print(result.problem)
     print(result.steps == (), my_op(torch.zeros(2)).tolist())
     """))
-    if scheme != "distinct names":
-        assert "already exists" in lines[0] and one_sentence(lines[0])
+    assert "already exists" in lines[0] and one_sentence(lines[0])
     assert lines[1] == "True [100.0, 100.0]"
 
 
@@ -334,7 +333,7 @@ def test_a_failed_redeclare_leaves_the_old_op_live_and_tracked():
     (dict(namespace="aten"), "belongs to torch"),
     (dict(namespace="prims"), "belongs to torch"),
     (dict(namespace="bad ns"), "ASCII identifier"),
-    (dict(namespace=None), "ASCII identifier"),
+    (dict(namespace=None), "must be text"),
     (dict(namespace="_c10d_functional"), "belongs to torch"),
 ])
 def test_the_naming_experiment_validates_every_argument(kwargs, fragment):
