@@ -90,6 +90,11 @@ def enable() -> str:
             "labkit.cache.set_policy('default') undoes it.")
 
 
+def counters() -> dict[str, int]:
+    """Hits and misses of the FX-graph and AOTAutograd caches so far in this process (for lessons)."""
+    return internals.cache_counters()
+
+
 def policy() -> str:
     return _state["policy"]
 
