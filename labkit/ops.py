@@ -35,6 +35,7 @@ EFFECTS = (None, "side_effect", "ordered")
 RESERVED_NAMESPACES = ("aten", "prim", "prims", "torch", "higher_order", "_", "c10", "quantized")
 MAX_NAME_LENGTH = 80
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_QUALNAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 class LabOpError(ValueError):
@@ -397,11 +398,11 @@ def drop(name: str) -> bool:
     Returns False when no op has that name. Raises :class:`LabOpError` for an op labkit did not
     create (yours, or torch's): labkit never removes those.
     """
-    if not isinstance(name, str) or name.count("::") != 1:
+    if not isinstance(name, str) or not _QUALNAME.match(name):
         raise LabOpError(f"drop() takes a qualified name like 'mylab::op', not {name!r:.60}.")
     if owns(name):
-        _forget(name)
         internals.destroy_custom_op(name)
+        _forget(name)  # after the destroy, so the cache fingerprint no longer sees it
         return True
     if exists(name):
         raise LabOpError(_not_ours(name, fix="it stays as it is"))
