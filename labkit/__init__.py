@@ -1,14 +1,19 @@
 """labkit: the helper package of the lab on torch.compile and custom operators.
 
-The core (pure, tested against real torch):
+The core (UI-free, tested against real torch):
 
-* :mod:`labkit.ops`    — declare custom ops from a spec; count real kernel calls.
-* :mod:`labkit.stages` — run a function eagerly and compiled; keep each stage's graph/code;
+* :mod:`labkit.ops`      — declare custom ops from a spec; count real kernel calls; own only what it made.
+* :mod:`labkit.stages`   — run a function eagerly and compiled; keep each stage's graph/code;
   compare outputs *and* mutated inputs; torch's errors come back as data.
-* :mod:`labkit.cache`  — keep the persistent compile caches honest (pytorch #187319).
-* :mod:`labkit.env`    — device, versions, the too-old-torch gate.
+* :mod:`labkit.cache`    — keep the persistent compile caches honest (pytorch #187319).
+* :mod:`labkit.naming`   — the one-name-or-two experiment under each cache policy.
+* :mod:`labkit.auditing` — ``labkit.audit(op, *inputs)``; :mod:`labkit.checks` — opcheck as data.
+* :mod:`labkit.env`      — device, versions, the too-old-torch gate.
 
-Thin layers on top: :mod:`labkit.render` (text, HTML, pictures) and :mod:`labkit.warmup`.
+Thin layers on top: :mod:`labkit.render` (text, HTML, pictures), :mod:`labkit.widgets`
+and :mod:`labkit.warmup`.
+
+Importing labkit changes nothing in torch; ``setup()`` turns the cache policy on and says so.
 """
 
 import importlib
