@@ -171,6 +171,18 @@ def test_the_naming_widget_gets_the_refusal_from_the_core():
     assert mine(torch.zeros(1)).item() == 100.0
 
 
+def test_the_declaration_widget_gets_the_refusal_from_the_core():
+    from labkit.widgets import DeclarationLab
+
+    DeclarationLab(namespace="t_adv", declaration="correct")  # learn the name it declares
+    (name,) = labkit.drop_namespace("t_adv")
+    torch.library.custom_op(name, lambda x: x + 100, mutates_args=(), schema="(Tensor x) -> Tensor")
+    lab = DeclarationLab(namespace="t_adv", declaration="correct")
+    assert "labkit did not create it" in lab.view.value
+    namespace, op = name.split("::")
+    assert getattr(getattr(torch.ops, namespace), op)(torch.zeros(1)).item() == 100.0
+
+
 TORCH_NAMESPACES = sorted({n.split("::")[0] for n in internals.custom_op_qualnames()} - {"t", "t_naming", "t_adv"})
 
 
