@@ -1,41 +1,53 @@
 """labkit: the helper package of the lab on torch.compile and custom operators.
 
-The core (pure, tested against real torch):
+The core (UI-free, tested against real torch):
 
-* :mod:`labkit.ops`    — declare custom ops from a spec; count real kernel calls.
-* :mod:`labkit.stages` — run a function eagerly and compiled; keep each stage's graph/code;
+* :mod:`labkit.ops`      — declare custom ops from a spec; count real kernel calls; own only what it made.
+* :mod:`labkit.stages`   — run a function eagerly and compiled; keep each stage's graph/code;
   compare outputs *and* mutated inputs; torch's errors come back as data.
-* :mod:`labkit.cache`  — keep the persistent compile caches honest (pytorch #187319).
-* :mod:`labkit.env`    — device, versions, the too-old-torch gate.
+* :mod:`labkit.cache`    — keep the persistent compile caches honest (pytorch #187319).
+* :mod:`labkit.naming`   — the one-name-or-two experiment under each cache policy.
+* :mod:`labkit.auditing` — ``labkit.audit(op, *inputs)``; :mod:`labkit.checks` — opcheck as data.
+* :mod:`labkit.env`      — device, versions, the too-old-torch gate.
 
-Thin layers on top: :mod:`labkit.render` (text, HTML, pictures) and :mod:`labkit.warmup`.
+Thin layers on top: :mod:`labkit.render` (text, HTML, pictures), :mod:`labkit.widgets`
+and :mod:`labkit.warmup`.
+
+Importing labkit changes nothing in torch; ``setup()`` turns the cache policy on and says so.
 """
+
+import importlib
 
 from .env import TorchTooOld, check_torch
 
 _version_note = check_torch()  # raises TorchTooOld, one sentence, on a torch that is too old
 
-import warnings  # noqa: E402
-
-from . import (  # noqa: E402
-    audit, cache, cache_demo, checks, env, exercises, experiments, naming, ops, render, stages,
-    warmup, widgets,
+# Importing labkit changes nothing in torch: the cache policy starts in setup() (cache.enable()).
+from . import auditing, cache, checks, env, exercises, experiments, naming, ops, stages, warmup  # noqa: E402
+from .auditing import audit  # noqa: E402 - labkit.audit(op, *sample_inputs), as documented
+from .ops import (  # noqa: E402
+    LabOpError, OpSpec, StaleOpError, declare, drop, drop_namespace, name_problem, scoped,
 )
-from .ops import LabOpError, OpSpec, StaleOpError, declare, drop, drop_namespace, name_problem, scoped  # noqa: E402
 from .render import draw_fate, show, summary, text  # noqa: E402
 from .stages import StageReport, TorchError, compile_and_compare  # noqa: E402
+
+# Imported on first use: ipywidgets is heavy, and the cache demo's subprocesses never need it.
+_LAZY_MODULES = ("widgets", "cache_demo", "preflight")
+
+
+def __getattr__(name):
+    if name in _LAZY_MODULES:
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'labkit' has no attribute {name!r}")
+
 
 __version__ = "0.1.0"
 __all__ = [
     "OpSpec", "declare", "drop", "drop_namespace", "scoped", "name_problem", "LabOpError", "StaleOpError",
     "compile_and_compare", "StageReport", "TorchError", "show", "summary", "text", "draw_fate", "setup",
-    "audit", "cache", "cache_demo", "checks", "env", "exercises", "experiments", "naming", "ops", "render", "stages",
-    "warmup", "widgets", "TorchTooOld", "check_torch",
+    "audit", "auditing", "cache", "cache_demo", "checks", "env", "exercises", "experiments", "naming", "ops", "render",
+    "stages", "warmup", "widgets", "TorchTooOld", "check_torch",
 ]
-
-cache.set_policy("fingerprinted")
-# torch warns once when caches are off; the lab turns them off on purpose in cache lessons.
-warnings.filterwarnings("ignore", message="dynamo_pgo force disabled")
 
 
 def setup(warm_inductor: bool = True) -> dict[str, str]:
@@ -48,6 +60,7 @@ def setup(warm_inductor: bool = True) -> dict[str, str]:
     print(env.report_text(info))
     if _version_note:
         print("note:", _version_note)
+    print(cache.enable())
     if warm_inductor:
         warmup.start()
         print("Inductor warm-up: started in the background (its first compile costs seconds, once).")

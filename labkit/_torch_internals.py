@@ -8,6 +8,7 @@ Everything here was read in, and tested against, the torch releases in
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 from typing import Any, Callable
 from unittest import mock
@@ -124,6 +125,13 @@ def own_automatic_dynamic_state():
 
 
 # --- op registration ----------------------------------------------------------------------------
+#
+# How torch keeps track of an op made by ``torch.library.custom_op``: ``OPDEF_TO_LIB`` maps its
+# qualified name to the ``Library`` holding its registration. Redefining the name (or dropping it)
+# destroys that Library; every Python object made for the old registration (the CustomOpDef, its
+# OpOverload, the OpOverloadPacket) then points at freed dispatcher state, and calling it is
+# undefined behaviour (pytorch #98541: wrong kernel, bad_alloc, or a segfault). The helpers below
+# let labkit tell a live handle from a dangling one *without* calling it.
 
 
 def custom_op_qualnames() -> list[str]:
@@ -142,6 +150,98 @@ def destroy_custom_op(qualname: str) -> bool:
         return False
     lib._destroy()
     return True
+
+
+def registration_of(opdef) -> object:
+    """The token torch keeps for ``opdef``'s registration (its Library); compare it with :func:`current_registration`."""
+    return opdef._lib
+
+
+def current_registration(qualname: str) -> object | None:
+    """The token of the ``custom_op`` registration that owns ``qualname`` now, or None."""
+    from torch._library.custom_ops import OPDEF_TO_LIB
+
+    return OPDEF_TO_LIB.get(qualname)
+
+
+def overload_of(opdef) -> torch._ops.OpOverload:
+    """The default OpOverload of a CustomOpDef (only meaningful while the opdef is live)."""
+    return opdef._opoverload
+
+
+def find_overload(qualname: str) -> torch._ops.OpOverload | None:
+    """``torch.ops.<ns>.<name>.default`` if such an op exists now, else None. Never raises."""
+    namespace, _, name = qualname.partition("::")
+    try:
+        return getattr(getattr(torch.ops, namespace), name).default
+    except (AttributeError, RuntimeError, TypeError):
+        return None
+
+
+def resolve_overload(op) -> torch._ops.OpOverload | None:
+    """The OpOverload behind a CustomOpDef, an OpOverloadPacket or an OpOverload; None for anything else.
+
+    Does not check that the handle is still live: see :func:`is_dangling`.
+    """
+    from torch._library.custom_ops import CustomOpDef
+
+    if isinstance(op, CustomOpDef):
+        return op._opoverload
+    if isinstance(op, torch._ops.OpOverloadPacket):
+        return getattr(op, "default", None)
+    if isinstance(op, torch._ops.OpOverload):
+        return op
+    return None
+
+
+def is_dangling(op) -> bool:
+    """Whether ``op`` (CustomOpDef, OpOverloadPacket or OpOverload) belongs to a registration torch destroyed.
+
+    A CustomOpDef is live while ``OPDEF_TO_LIB`` still holds its Library. An overload or a packet is
+    live while ``torch.ops`` hands out that very object (torch recreates them after a redefinition).
+    """
+    from torch._library.custom_ops import CustomOpDef
+
+    if isinstance(op, CustomOpDef):
+        return current_registration(op._qualname) is not op._lib
+    if isinstance(op, torch._ops.OpOverloadPacket):
+        namespace, name = op._qualified_op_name.split("::")
+        return _lookup_packet(namespace, name) is not op
+    if isinstance(op, torch._ops.OpOverload):
+        namespace, name = op._schema.name.split("::")
+        packet = _lookup_packet(namespace, name)
+        return packet is None or getattr(packet, op._overloadname, None) is not op
+    return False
+
+
+def _lookup_packet(namespace: str, name: str):
+    try:
+        return getattr(getattr(torch.ops, namespace), name)
+    except (AttributeError, RuntimeError):
+        return None
+
+
+def qualname_of(overload) -> str:
+    """``"ns::name"`` of an OpOverload (without the overload name)."""
+    return overload._schema.name
+
+
+def schema_of(overload) -> str:
+    """The schema torch holds for the overload, e.g. ``lab::scale(Tensor(a0!) x) -> Tensor``."""
+    return str(overload._schema)
+
+
+def argument_names(overload) -> list[str]:
+    return [a.name for a in overload._schema.arguments]
+
+
+def written_args(overload) -> set[str]:
+    """Arguments the schema marks as written (``Tensor(a!)``)."""
+    return {a.name for a in overload._schema.arguments if a.alias_info is not None and a.alias_info.is_write}
+
+
+def is_mutable(overload) -> bool:
+    return bool(overload._schema.is_mutable)
 
 
 def mark_side_effect(overload) -> None:
@@ -193,11 +293,33 @@ def cpp_compiler() -> str:
 _after_reset: list[Callable[[], None]] = []
 
 
+def after_reset(callback: Callable[[], None], active: bool = True) -> None:
+    """Run ``callback()`` after each :func:`reset_compiler` (``active=False`` stops it). Idempotent."""
+    if callback in _after_reset:
+        _after_reset.remove(callback)
+    if active:
+        _after_reset.append(callback)
+
+
 def reset_compiler() -> None:
     """Forget every compiled frame, so a capture starts from a clean Dynamo state."""
     torch.compiler.reset()
-    for callback in _after_reset:
+    for callback in list(_after_reset):
         callback()
+
+
+@contextlib.contextmanager
+def fresh_cache_dir():
+    """A new, empty Inductor/AOTAutograd cache directory for the block, deleted afterwards.
+
+    ``TORCHINDUCTOR_CACHE_DIR`` alone is not enough: torch memoises paths derived from it
+    (``CacheBase.get_local_cache_path`` and others registered with ``clear_on_fresh_cache``).
+    torch's own ``fresh_cache`` clears those memos on entry and exit and restores the variable.
+    """
+    from torch._inductor.utils import fresh_cache
+
+    with fresh_cache():
+        yield os.environ["TORCHINDUCTOR_CACHE_DIR"]
 
 
 def config_patches(**patches: Any):
@@ -250,14 +372,19 @@ def wrapped_op(node) -> object | None:
     return None
 
 
-def on_dynamo_compile_start(callback: Callable[[], None]) -> None:
+def on_dynamo_compile_start(callback: Callable[[], None], active: bool = True) -> None:
     """Run ``callback()`` as every Dynamo compile starts (before any cache key is computed).
 
-    ``torch.compiler.reset()`` forgets these callbacks, so callers re-arm after a reset.
+    ``active=False`` removes it. ``torch.compiler.reset()`` forgets these callbacks, so callers
+    re-arm after a reset (see :func:`after_reset`).
     """
     from torch._dynamo.callback import callback_handler
 
-    if not any(getattr(cb, "_labkit_wraps", None) is callback for cb in callback_handler.start_callbacks):
+    mine = [cb for cb in callback_handler.start_callbacks if getattr(cb, "_labkit_wraps", None) is callback]
+    if not active:
+        for cb in mine:
+            callback_handler.remove_start_callback(cb)
+    elif not mine:
         def start(_args=None):
             callback()
 

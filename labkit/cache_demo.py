@@ -18,16 +18,16 @@ import sys
 def experiment(declare: str, policy: str) -> dict:
     import torch
 
-    import labkit
     from labkit import _torch_internals as internals
+    from labkit import cache, ops
 
-    labkit.cache.set_policy(policy)
+    cache.set_policy(policy)
     mutates = ("x",) if declare == "mutating" else ()
-    bump = labkit.declare(name="demo::bump", writes=("x",), mutates_args=mutates, returns="none")
+    bump = ops.declare(name="demo::bump", writes=("x",), mutates_args=mutates, returns="none")
 
     def f(x):
         bump(x)
-        return x * 2 + 1  # real work: a graph Inductor caches on every torch checked
+        return x * 2 + 1  # real work, so Inductor compiles (and caches) a graph
 
     x = torch.zeros(4)
     before = internals.cache_counters()

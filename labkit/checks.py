@@ -7,6 +7,7 @@ import re
 import torch
 
 from ._torch_internals import aliasing_check_raises  # noqa: F401 - re-exported for lessons
+from .ops import LabOpError, live_overload
 from .stages import clone_args
 
 OPCHECK_TESTS = ("test_schema", "test_autograd_registration", "test_faketensor", "test_aot_dispatch_dynamic")
@@ -26,8 +27,20 @@ def _first_sentence(error: BaseException) -> str:
 
 
 def opcheck(op, args: tuple, tests=OPCHECK_TESTS) -> dict[str, str]:
-    """Run each opcheck test on fresh copies of ``args``: ``"ok"`` or torch's reason for failing."""
-    overload = getattr(op, "overload", None) or getattr(op, "_opoverload", None) or op
+    """Run each opcheck test on fresh copies of ``args``: ``"ok"`` or torch's reason for failing.
+
+    ``op``: a LabOp, the object ``custom_op`` returned, ``torch.ops.ns.name`` or an overload.
+    Raises :class:`labkit.ops.StaleOpError` for a stale handle and LabOpError for a non-op:
+    running torch's tests on those would crash or mislead.
+    """
+    overload = live_overload(op)
+    if overload is None:
+        raise LabOpError(f"opcheck needs a custom operator (a labkit.declare handle, the object custom_op "
+                         f"returned, or torch.ops.ns.name), not {type(op).__name__}.")
+    if not isinstance(args, tuple):
+        args = tuple(args) if isinstance(args, list) else (args,)
+    if isinstance(tests, str):
+        tests = (tests,)
     results = {}
     for test in tests:
         copies = clone_args(args)

@@ -51,47 +51,64 @@ class NamingResult:
 
 
 def name_pair(scheme: str, namespace: str, typed: str = "") -> tuple[str, str] | str:
-    """The two qualified names a scheme uses, or a sentence saying why a typed name is refused."""
+    """The two qualified names a scheme uses, or a sentence saying why they cannot be used.
+
+    The experiment needs names nobody holds: it refuses any that exist already (yours, labkit's
+    or torch's), so it never replaces an op it did not create.
+    """
+    if scheme != "a name I type" and not isinstance(namespace, str):
+        return f"The namespace must be text such as 'mylab', not {namespace!r:.60}."
     if scheme == "one shared name":
-        return (f"{namespace}::op", f"{namespace}::op")
-    if scheme == "distinct names":
-        return (f"{namespace}::op_v1", f"{namespace}::op_v2")
-    problem = ops.name_problem(typed)
+        names = (f"{namespace}::op", f"{namespace}::op")
+    elif scheme == "distinct names":
+        names = (f"{namespace}::op_v1", f"{namespace}::op_v2")
+    else:
+        names = (typed, typed)
+    problem = ops.name_problem(names[0])
     if problem:
         return problem
-    if typed in internals.custom_op_qualnames() or _exists(typed):
-        return f"{typed} already exists in this kernel; type a new name so no other op is replaced."
-    return (typed, typed)
-
-
-def _exists(qualname: str) -> bool:
-    namespace, name = qualname.split("::")
-    try:
-        getattr(getattr(torch.ops, namespace), name)
-        return True
-    except (AttributeError, RuntimeError):
-        return False
+    for name in names:
+        if ops.exists(name):
+            fix = "type a new name" if scheme == "a name I type" else "pick another namespace"
+            return f"{name} already exists in this kernel; {fix} so no other op is replaced."
+    return names
 
 
 def _declare(name: str, mutating: bool):
-    """A raw custom op whose kernel always adds 1 to ``x``; only its declaration changes."""
+    """A custom op whose kernel always adds 1 to ``x``; only its declaration changes.
+
+    Plain ``torch.library.custom_op`` as a learner writes it, through labkit's ownership registry.
+    """
 
     def kernel(x: torch.Tensor) -> None:
         kernel.calls += 1
         x.add_(1)
 
     kernel.calls = 0
-    opdef = torch.library.custom_op(name, kernel, mutates_args=("x",) if mutating else ())
+    opdef = ops.custom_op(name, kernel, mutates_args=("x",) if mutating else ())
     if not mutating:
         opdef.register_fake(lambda x: None)
     return opdef, kernel
 
 
+def _refusal(scheme, order, policy) -> str | None:
+    for value, allowed, what in ((scheme, SCHEMES, "scheme"), (order, ORDERS, "order"),
+                                 (policy, cache.POLICIES, "policy")):
+        if not isinstance(value, str) or value not in allowed:
+            return f"The {what} must be one of {allowed}, not {value!r:.60}."
+    return None
+
+
 def run(scheme: str, order: str, policy: str, namespace: str = "naming", typed: str = "") -> NamingResult:
-    """Declare, compile, redeclare, compile; report each step. Frees its names afterwards."""
-    names = name_pair(scheme, namespace, typed)
+    """Declare, compile, redeclare, compile; report each step. Frees its names afterwards.
+
+    Never raises for a bad scheme, order, policy, namespace or name: the result's ``problem``
+    says why nothing ran.
+    """
+    problem = _refusal(scheme, order, policy)
+    names = problem or name_pair(scheme, namespace, typed)
     if isinstance(names, str):
-        return NamingResult(scheme, order, policy, problem=names)
+        return NamingResult(str(scheme)[:60], str(order)[:60], str(policy)[:60], problem=names)
     kinds = ("pure", "mutating") if order == ORDERS[0] else ("mutating", "pure")
     handles, kernels, raw = [], [], []
     try:
@@ -104,7 +121,7 @@ def run(scheme: str, order: str, policy: str, namespace: str = "naming", typed: 
 
                 def f(x, op=opdef):
                     op(x)
-                    return x * 2 + 1  # real work: a graph Inductor caches on every torch checked
+                    return x * 2 + 1  # real work, so Inductor compiles (and caches) a graph
 
                 internals.reset_compiler()
                 before = internals.cache_counters()
@@ -117,10 +134,13 @@ def run(scheme: str, order: str, policy: str, namespace: str = "naming", typed: 
                 eager = torch.zeros(2)
                 f(eager)
                 raw.append((name, kind, calls, x.tolist(), eager.tolist(), hits))
-        steps = tuple(Step(name, kind, str(handle._opoverload._schema), calls, x_after, x_eager, hits)
+        # the first handle dangles now; its schema is a Python copy taken when it was made (safe to read)
+        steps = tuple(Step(name, kind, internals.schema_of(internals.overload_of(handle)), calls, x_after,
+                           x_eager, hits)
                       for (name, kind, calls, x_after, x_eager, hits), handle in zip(raw, handles))
         return NamingResult(scheme, order, policy, steps)
     finally:
         for name in set(names):
-            internals.destroy_custom_op(name)
+            if ops.owns(name):
+                ops.drop(name)
         internals.reset_compiler()

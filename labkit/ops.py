@@ -7,10 +7,15 @@ writes (``mutates_args``) are separate fields, so a lesson can make them disagre
 Lifecycle, made explicit (torch's own is silent):
 
 * ``declare(spec)`` defines the op. Declaring a name again replaces the op, as
-  ``custom_op`` does, but labkit also *retires* the old Python handle: calling it
-  raises :class:`StaleOpError` instead of going through torch's old handle, which reports the
-  old schema and points at a deleted registration (calling it is undefined behaviour).
+  ``custom_op`` does, but labkit also *retires* the old Python handle: calling it, or
+  reaching its ``overload``/``opdef``, raises :class:`StaleOpError` instead of going through
+  torch's old handle, which reports the old schema and points at a deleted registration
+  (calling it is undefined behaviour, pytorch #98541).
 * ``drop(name)`` frees the name; ``scoped(spec)`` declares for one ``with`` block.
+
+Ownership: labkit replaces or drops only ops it created in this process (the registry
+below). A name held by your own ``custom_op``, a ``Library.define`` or torch itself is
+refused with one sentence. *Inspecting* any op (``audit``, ``compile_and_compare``) stays open.
 """
 
 from __future__ import annotations
@@ -20,7 +25,6 @@ import dataclasses
 import inspect
 import keyword
 import re
-from typing import Iterable
 
 import torch
 
@@ -31,6 +35,7 @@ EFFECTS = (None, "side_effect", "ordered")
 RESERVED_NAMESPACES = ("aten", "prim", "prims", "torch", "higher_order", "_", "c10", "quantized")
 MAX_NAME_LENGTH = 80
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_QUALNAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 class LabOpError(ValueError):
@@ -41,12 +46,26 @@ class StaleOpError(RuntimeError):
     """A handle whose op was redeclared or dropped since it was made."""
 
 
+def _names(value, field: str, allow_unknown: bool = False) -> tuple[str, ...] | str:
+    """A tuple of names from a tuple, list or set of names, or from one name written alone."""
+    if allow_unknown and value == "unknown":
+        return value
+    if isinstance(value, str):
+        return (value,) if value else ()  # args="x" means one argument called x, not ("x",) spelled out
+    if isinstance(value, (set, frozenset)):
+        value = sorted(value, key=str)
+    if not isinstance(value, (tuple, list)) or not all(isinstance(v, str) for v in value):
+        extra = ', or "unknown"' if allow_unknown else ""
+        raise LabOpError(f"{field} must be a tuple of names like ('x', 'y'){extra}, not {value!r:.60}.")
+    return tuple(value)
+
+
 @dataclasses.dataclass(frozen=True)
 class OpSpec:
     """What a lab op declares and what its kernel really does.
 
     name:         qualified name, ``"namespace::op"``.
-    args:         names of its tensor arguments.
+    args:         names of its tensor arguments (one name may be written alone: ``args="x"``).
     writes:       arguments the kernel *really* changes in place (``arg.add_(1)``).
     mutates_args: what it *declares* to ``custom_op``: a tuple of names or ``"unknown"``.
     returns:      ``"fresh"`` (a new tensor, ``2 * first arg``), ``"none"``, or
@@ -55,6 +74,8 @@ class OpSpec:
     effect:       ``None``, ``"side_effect"`` (``torch.fx.node.has_side_effect``) or
                   ``"ordered"`` (the effects system: a ``with_effects`` node).
     tags:         names of ``torch.Tag`` members, e.g. ``("inplace",)``.
+
+    Raises :class:`LabOpError` (one sentence) for anything it cannot declare.
     """
 
     name: str = "lab::scale"
@@ -70,26 +91,27 @@ class OpSpec:
         problem = name_problem(self.name)
         if problem:
             raise LabOpError(problem)
-        if self.returns not in RETURNS:
-            raise LabOpError(f"returns must be one of {RETURNS}, not {self.returns!r}.")
-        if self.effect not in EFFECTS:
-            raise LabOpError(f"effect must be one of {EFFECTS}, not {self.effect!r}.")
+        for field in ("args", "writes", "tags"):
+            object.__setattr__(self, field, _names(getattr(self, field), field))
+        object.__setattr__(self, "mutates_args", _names(self.mutates_args, "mutates_args", allow_unknown=True))
+        if not isinstance(self.returns, str) or self.returns not in RETURNS:
+            raise LabOpError(f"returns must be one of {RETURNS}, not {self.returns!r:.60}.")
+        if not (self.effect is None or isinstance(self.effect, str)) or self.effect not in EFFECTS:
+            raise LabOpError(f"effect must be one of {EFFECTS}, not {self.effect!r:.60}.")
+        if not isinstance(self.fake, bool):
+            raise LabOpError(f"fake must be True or False, not {self.fake!r:.60}.")
         if not self.args or any(not _IDENT.match(a) or keyword.iskeyword(a) for a in self.args):
-            raise LabOpError(f"args must be Python identifiers, got {self.args!r}.")
+            raise LabOpError(f"args must be Python identifiers, got {self.args!r:.80}.")
+        if len(set(self.args)) != len(self.args):
+            raise LabOpError(f"args must be distinct names, got {self.args!r:.80}.")
         for field in ("writes",) + (() if self.mutates_args == "unknown" else ("mutates_args",)):
             unknown = set(getattr(self, field)) - set(self.args)
             if unknown:
                 raise LabOpError(f"{field} names {sorted(unknown)}, which are not among args {self.args}.")
         for tag in self.tags:
-            if not hasattr(torch.Tag, tag):
-                raise LabOpError(f"torch {torch.__version__} has no torch.Tag.{tag}.")
-
-    @property
-    def declares_truthfully(self) -> bool:
-        """Whether ``mutates_args`` matches what the kernel really writes."""
-        if self.mutates_args == "unknown":
-            return True
-        return set(self.mutates_args) == set(self.writes)
+            if not isinstance(getattr(torch.Tag, tag, None), torch.Tag):
+                raise LabOpError(f"torch {torch.__version__} has no torch.Tag.{tag}; "
+                                 "tags takes names such as ('inplace',).")
 
 
 def name_problem(name: object) -> str | None:
@@ -114,28 +136,124 @@ def name_problem(name: object) -> str | None:
     return None
 
 
+# --- ownership: the ops labkit created in this process ------------------------------------------
+
+_OWNED: dict[str, object] = {}  # qualified name -> torch's token for the registration labkit made
+_USED_NAMESPACES: set[str] = set()
+
+
+def owns(qualname: str) -> bool:
+    """Whether ``qualname`` is, right now, an op labkit created (not replaced since by anyone else)."""
+    token = _OWNED.get(qualname)
+    if token is not None and internals.current_registration(qualname) is not token:
+        del _OWNED[qualname]  # someone replaced or destroyed it: no longer labkit's
+        token = None
+    return token is not None
+
+
+def exists(qualname: str) -> bool:
+    """Whether any op (custom_op, Library.define, torch's) holds ``qualname`` now."""
+    return internals.current_registration(qualname) is not None or internals.find_overload(qualname) is not None
+
+
+def _not_ours(qualname: str, fix: str = "pick another name") -> str:
+    return (f"{qualname} already exists and labkit did not create it (your own custom_op, a Library.define, "
+            f"or torch's); labkit never replaces or drops an op it did not make, so {fix}.")
+
+
+def custom_op(qualname: str, kernel, mutates_args, tags=None):
+    """``torch.library.custom_op(qualname, kernel, ...)`` on a name that is free or labkit's own.
+
+    The one place labkit creates ops (``declare`` and the naming experiment both come here),
+    so the ownership registry is always complete. Raises :class:`LabOpError` for a name held
+    by anything labkit did not create, and when torch refuses the definition; a failed
+    redefinition leaves the previous op exactly as it was (still live and tracked), or,
+    where torch had already destroyed it, retired.
+    """
+    problem = name_problem(qualname)
+    if problem:
+        raise LabOpError(problem)
+    if exists(qualname) and not owns(qualname):
+        raise LabOpError(_not_ours(qualname))
+    before = internals.current_registration(qualname)
+    try:
+        opdef = torch.library.custom_op(qualname, kernel, mutates_args=mutates_args, tags=tags)
+    except Exception as error:  # noqa: BLE001 - torch's refusal becomes one sentence
+        now = internals.current_registration(qualname)
+        if now is not before:  # torch destroyed the old op before failing: do not leave a half-made one
+            internals.destroy_custom_op(qualname)
+            _forget(qualname)
+        first_line = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
+        raise LabOpError(f"torch refused to define {qualname}: {first_line}") from None
+    _forget(qualname)  # any handle to the previous definition now dangles
+    _OWNED[qualname] = internals.registration_of(opdef)
+    _USED_NAMESPACES.add(qualname.split("::")[0])
+    return opdef
+
+
+def _forget(qualname: str) -> None:
+    """Retire the handle labkit holds for ``qualname`` and forget that it owned it."""
+    _OWNED.pop(qualname, None)
+    old = _LIVE.pop(qualname, None)
+    if old is not None:
+        old._retired = True
+        internals.unmark_side_effect(old._overload)  # a set removal: the old overload is not called
+    _changed()
+
+
+# --- the handle ------------------------------------------------------------------------------
+
+
 class LabOp:
-    """A live lab op: call it like a function; ``calls`` counts real kernel runs."""
+    """A live lab op: call it like a function; ``calls`` counts real kernel runs.
+
+    Once retired (redeclared, dropped, or replaced by someone else's ``custom_op`` of the same
+    name), calling it or asking for ``overload``/``opdef`` raises :class:`StaleOpError`.
+    """
 
     def __init__(self, spec: OpSpec, opdef):
         self.spec = spec
-        self.opdef = opdef
         self.calls = 0
-        self.stale = False
-        self.overload = opdef._opoverload
+        self._retired = False
+        self._opdef = opdef
+        self._overload = internals.overload_of(opdef)
+        self._token = internals.registration_of(opdef)
+        self._declared_schema = internals.schema_of(self._overload)  # a string: safe to show after retirement
 
     @property
     def name(self) -> str:
         return self.spec.name
 
     @property
+    def stale(self) -> bool:
+        return self._retired or internals.current_registration(self.name) is not self._token
+
+    def _check_live(self) -> None:
+        if self.stale:
+            raise StaleOpError(
+                f"This handle to {self.name} is stale: the op was redeclared or dropped. "
+                "Use the handle the latest declare() returned.")
+
+    @property
+    def overload(self):
+        """torch's OpOverload for this op (``torch.ops.ns.name.default``), while the handle is live."""
+        self._check_live()
+        return self._overload
+
+    @property
+    def opdef(self):
+        """The ``CustomOpDef`` torch returned, while the handle is live."""
+        self._check_live()
+        return self._opdef
+
+    @property
     def schema(self) -> str:
         """The schema torch inferred, e.g. ``lab::scale(Tensor(a0!) x) -> Tensor``."""
-        return str(self.overload._schema)
+        return self._declared_schema
 
     @property
     def is_mutable(self) -> bool:
-        return bool(self.overload._schema.is_mutable)
+        return "!" in self._declared_schema
 
     @property
     def dce_safe(self) -> bool:
@@ -143,11 +261,14 @@ class LabOp:
         return not internals.is_impure(self.overload)
 
     def __call__(self, *args):
-        if self.stale:
-            raise StaleOpError(
-                f"This handle to {self.name} is stale: the op was redeclared or dropped. "
-                "Use the handle the latest declare() returned.")
         return self.opdef(*args)
+
+    def torch_source(self, name: str | None = None) -> str:
+        """Plain ``torch.library.custom_op`` source that declares the same op (under ``name`` if given).
+
+        What to paste into your own code once the lab is done: no labkit in it.
+        """
+        return torch_source(self.spec, name)
 
     def __repr__(self):
         state = "stale" if self.stale else f"calls={self.calls}"
@@ -158,18 +279,40 @@ _LIVE: dict[str, LabOp] = {}
 _listeners: list = []
 
 
-def on_change(callback) -> None:
-    """Run ``callback()`` whenever the set of live lab ops changes (used by the cache fingerprint)."""
-    _listeners.append(callback)
+def on_change(callback, active: bool = True) -> None:
+    """Run ``callback()`` whenever the set of lab ops changes; ``active=False`` stops it. Idempotent."""
+    if callback in _listeners:
+        _listeners.remove(callback)
+    if active:
+        _listeners.append(callback)
 
 
 def _changed() -> None:
-    for callback in _listeners:
+    for callback in list(_listeners):
         callback()
 
 
 def live_ops() -> dict[str, LabOp]:
-    return dict(_LIVE)
+    return {name: op for name, op in _LIVE.items() if not op.stale}
+
+
+def live_overload(op):
+    """The OpOverload behind a LabOp, a CustomOpDef, ``torch.ops.ns.name`` or an overload; None if not an op.
+
+    Raises :class:`StaleOpError` for a handle whose registration torch has destroyed: calling
+    such a handle is undefined behaviour (a wrong kernel, or a crash of the whole process).
+    """
+    if isinstance(op, LabOp):
+        return op.overload
+    overload = internals.resolve_overload(op)
+    if overload is not None and (internals.is_dangling(op) or internals.is_dangling(overload)):
+        raise StaleOpError(
+            f"This handle to {internals.qualname_of(overload)} is stale: the op was redefined or dropped "
+            "after the handle was made. Pass the object the latest definition returned, or torch.ops.<ns>.<name>.")
+    return overload
+
+
+# --- declaring ---------------------------------------------------------------------------------
 
 
 def _make_kernel(spec: OpSpec, handle: list):
@@ -200,77 +343,139 @@ def _make_fake(spec: OpSpec):
     return fake
 
 
-def _retire(name: str) -> None:
-    old = _LIVE.pop(name, None)
-    if old is not None:
-        old.stale = True
-        internals.unmark_side_effect(old.overload)
+def _needs_fake(spec: OpSpec) -> bool:
+    return spec.fake and not {"inplace", "out"} & set(spec.tags)  # those tags bring their own fake
 
 
-def declare(spec: OpSpec | None = None, **fields) -> LabOp:
+def _as_spec(spec, fields: dict) -> OpSpec:
+    try:
+        if isinstance(spec, OpSpec):
+            return dataclasses.replace(spec, **fields)
+        if spec is None:
+            return OpSpec(**fields)
+        if isinstance(spec, str):
+            if "name" in fields:
+                raise LabOpError("Give the name once: declare('mylab::op', ...) or declare(name='mylab::op', ...).")
+            return OpSpec(name=spec, **fields)
+    except TypeError as error:  # an unknown keyword
+        known = ", ".join(f.name for f in dataclasses.fields(OpSpec))
+        raise LabOpError(f"declare() takes the fields {known}; {str(error).split(':')[-1].strip()}.") from None
+    raise LabOpError(f"declare() takes an OpSpec or a name like 'mylab::op', not {type(spec).__name__}.")
+
+
+def declare(spec: OpSpec | str | None = None, /, **fields) -> LabOp:
     """Define (or redefine) the op ``spec`` describes and return its live handle.
 
-    ``declare(name="lab::scale", mutates_args=("x",), writes=("x",))`` is the same as
-    ``declare(OpSpec(...))``. Re-running a notebook cell that declares an op is safe.
+    ``declare("lab::scale", mutates_args=("x",), writes=("x",))``, ``declare(name="lab::scale", ...)``
+    and ``declare(OpSpec(...))`` are the same. Re-running a notebook cell that declares an op is
+    safe: the previous handle is retired. Raises :class:`LabOpError` for a bad spec, or for a name
+    that an op labkit did not create already holds.
     """
-    spec = dataclasses.replace(spec, **fields) if spec is not None else OpSpec(**fields)
-    _retire(spec.name)
+    spec = _as_spec(spec, fields)
     handle: list[LabOp] = []
     tags = tuple(getattr(torch.Tag, t) for t in spec.tags) or None
-    try:
-        opdef = torch.library.custom_op(spec.name, _make_kernel(spec, handle),
-                                        mutates_args=spec.mutates_args, tags=tags)
-    except RuntimeError as error:
-        if "multiple times" in str(error):
-            raise LabOpError(
-                f"{spec.name} was defined by another route (torch.library.Library.define), which "
-                "custom_op cannot replace. Pick another name, or drop that library first.") from None
-        raise
-    if spec.fake and not {"inplace", "out"} & set(spec.tags):  # those tags bring their own fake
-        opdef.register_fake(_make_fake(spec))
+    opdef = custom_op(spec.name, _make_kernel(spec, handle), spec.mutates_args, tags)
     op = LabOp(spec, opdef)
     handle.append(op)
-    if spec.effect == "side_effect":
-        internals.mark_side_effect(op.overload)
-    elif spec.effect == "ordered":
-        internals.register_ordered_effect(opdef)
+    try:
+        if _needs_fake(spec):
+            opdef.register_fake(_make_fake(spec))
+        if spec.effect == "side_effect":
+            internals.mark_side_effect(op.overload)
+        elif spec.effect == "ordered":
+            internals.register_ordered_effect(opdef)
+    except Exception as error:  # noqa: BLE001 - never leave a half-declared op behind
+        drop(spec.name)
+        raise LabOpError(f"torch refused part of {spec.name}'s declaration: {str(error)[:200]}") from None
     _LIVE[spec.name] = op
     _changed()
     return op
 
 
 def drop(name: str) -> bool:
-    """Free ``name``: the op disappears from ``torch.ops`` and old handles become stale."""
-    was_live = name in _LIVE
-    _retire(name)
-    freed = internals.destroy_custom_op(name)
-    _changed()
-    return was_live or freed
+    """Free ``name``, an op labkit declared: it disappears from ``torch.ops`` and its handles go stale.
+
+    Returns False when no op has that name. Raises :class:`LabOpError` for an op labkit did not
+    create (yours, or torch's): labkit never removes those.
+    """
+    if not isinstance(name, str) or not _QUALNAME.match(name):
+        raise LabOpError(f"drop() takes a qualified name like 'mylab::op', not {name!r:.60}.")
+    if owns(name):
+        internals.destroy_custom_op(name)
+        _forget(name)  # after the destroy, so the cache fingerprint no longer sees it
+        return True
+    if exists(name):
+        raise LabOpError(_not_ours(name, fix="it stays as it is"))
+    _forget(name)
+    return False
 
 
 def drop_namespace(namespace: str) -> list[str]:
-    """Drop every custom op in ``namespace`` (so one notebook's ops never leak into another's)."""
-    names = [n for n in internals.custom_op_qualnames() if n.split("::")[0] == namespace]
-    for name in names:
+    """Drop every op labkit declared in ``namespace`` (so one notebook's ops never leak into another's).
+
+    Ops in that namespace that labkit did not create are left alone. Raises :class:`LabOpError`
+    for torch's namespaces, and for a namespace that holds ops but none of labkit's.
+    """
+    problem = name_problem(f"{namespace}::op") if isinstance(namespace, str) else "not a string"
+    if problem:
+        raise LabOpError(f"drop_namespace() takes the namespace of ops labkit declared, e.g. 'mylab', "
+                         f"not {namespace!r:.60}; labkit never drops torch's ops.")
+    ours = sorted(n for n in list(_OWNED) if n.split("::")[0] == namespace and owns(n))
+    others = [n for n in internals.custom_op_qualnames() if n.split("::")[0] == namespace and n not in ours]
+    if others and not ours and namespace not in _USED_NAMESPACES:
+        raise LabOpError(f"labkit created no op in the namespace {namespace!r} (the {len(others)} there were made "
+                         "elsewhere: by you or by torch), so it drops nothing there.")
+    for name in ours:
         drop(name)
-    return names
+    return ours
 
 
 @contextlib.contextmanager
-def scoped(spec: OpSpec | None = None, **fields):
+def scoped(spec: OpSpec | str | None = None, /, **fields):
     """Declare an op for the duration of a ``with`` block, then drop it."""
     op = declare(spec, **fields)
     try:
         yield op
     finally:
-        if _LIVE.get(op.name) is op:
+        if _LIVE.get(op.name) is op and not op.stale:
             drop(op.name)
 
 
-def reset_calls(ops: Iterable[LabOp] | None = None) -> None:
-    for op in ops if ops is not None else _LIVE.values():
+def reset_calls() -> None:
+    for op in _LIVE.values():
         op.calls = 0
 
 
 def call_counts() -> dict[str, int]:
-    return {name: op.calls for name, op in sorted(_LIVE.items())}
+    return {name: op.calls for name, op in sorted(live_ops().items())}
+
+
+# --- the same op in plain torch ------------------------------------------------------------------
+
+
+def torch_source(spec: OpSpec, name: str | None = None) -> str:
+    """Python source declaring ``spec``'s op with ``torch.library.custom_op`` alone (no labkit)."""
+    qualname = name or spec.name
+    problem = name_problem(qualname)
+    if problem:
+        raise LabOpError(problem)
+    fn = qualname.split("::")[1]
+    options = [f"mutates_args={spec.mutates_args!r}"]
+    if spec.tags:
+        options.append("tags=(" + "".join(f"torch.Tag.{t}, " for t in spec.tags).rstrip() + ")")
+    returns = "None" if spec.returns == "none" else "torch.Tensor"
+    params = ", ".join(f"{a}: torch.Tensor" for a in spec.args)
+    body = [f"    {a}.add_(1)" for a in spec.writes]
+    first = spec.args[0]
+    body.append({"fresh": f"    return {first} * 2", "none": "    return None", "input": f"    return {first}"}[spec.returns])
+    lines = ["import torch", "", "",
+             f"@torch.library.custom_op({qualname!r}, {', '.join(options)})",
+             f"def {fn}({params}) -> {returns}:", *body]
+    if _needs_fake(spec):
+        fake_return = {"fresh": f"torch.empty_like({first})", "none": "None", "input": first}[spec.returns]
+        lines += ["", "", f"@{fn}.register_fake", f"def _({', '.join(spec.args)}):", f"    return {fake_return}"]
+    if spec.effect == "side_effect":
+        lines += ["", "", f"torch.fx.node.has_side_effect(torch.ops.{qualname.replace('::', '.')}.default)"]
+    elif spec.effect == "ordered":
+        lines += ["", "", f"{fn}.register_effect(torch.library.EffectType.ORDERED)"]
+    return "\n".join(lines) + "\n"

@@ -4,11 +4,31 @@ import pytest
 matplotlib.use("Agg")
 
 import labkit  # noqa: E402
+from labkit import _torch_internals as internals  # noqa: E402
+
+TEST_NAMESPACES = ("t", "t_naming", "t_adv", "mine")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def lab_cache_policy():
+    """The tests run as a notebook does after ``labkit.setup()``: fingerprinted caches."""
+    labkit.cache.enable()
+    yield
+    labkit.cache.set_policy("default")
 
 
 @pytest.fixture(autouse=True)
 def clean_lab_namespace():
-    """Each test starts and ends with no ops in the test namespace."""
-    labkit.drop_namespace("t")
+    """Each test starts and ends with no ops in the test namespaces: labkit's, and raw ones a test made."""
+    _clean()
     yield
-    labkit.drop_namespace("t")
+    _clean()
+
+
+def _clean():
+    for name in internals.custom_op_qualnames():
+        if name.split("::")[0] in TEST_NAMESPACES:
+            if labkit.ops.owns(name):
+                labkit.drop(name)
+            else:  # a raw custom_op the test itself defined
+                internals.destroy_custom_op(name)

@@ -1,10 +1,10 @@
-"""labkit.audit on a correct op and on each buggy declaration (real torch, CPU)."""
+"""labkit.audit(op, *inputs) on a correct op and on each buggy declaration (real torch, CPU)."""
 
 import pytest
 import torch
 
 import labkit
-from labkit.audit import audit
+from labkit import audit
 
 CASES = {
     "correct": (dict(writes=("x",), mutates_args=("x",), returns="none"), set()),

@@ -48,12 +48,43 @@ def test_policies_set_and_undo_their_switches(restore_policy):
     assert torch.compiler.config.force_disable_caches
     cache.set_policy("isolated")
     isolated = os.environ["TORCHINDUCTOR_CACHE_DIR"]
-    assert not torch.compiler.config.force_disable_caches and "labkit-cache-" in isolated
+    assert not torch.compiler.config.force_disable_caches and os.path.isdir(isolated) and isolated != saved_dir
     cache.set_policy("default")
     assert torch.compiler.config.cache_key_tag == "" and not os.path.exists(isolated)
     assert os.environ.get("TORCHINDUCTOR_CACHE_DIR") == saved_dir
     with pytest.raises(ValueError, match="Cache policy must be"):
         cache.set_policy("sometimes")
+
+
+def test_the_users_own_settings_are_kept_and_restored_exactly(restore_policy):
+    cfg = torch.compiler.config
+    cache.set_policy("default")
+    with cfg.patch(cache_key_tag="my-team-tag", force_disable_caches=True):
+        cache.set_policy("fingerprinted")
+        assert cfg.cache_key_tag.startswith("my-team-tag-" + cache.TAG_PREFIX)  # appended, not replaced
+        assert cfg.force_disable_caches  # the user's disable stays
+        declare(name="t::foo")
+        assert cfg.cache_key_tag.startswith("my-team-tag-" + cache.TAG_PREFIX)
+        cfg.cache_key_tag = "changed-my-mind"  # the user's new tag is the base from the next refresh on
+        cache.refresh()
+        assert cfg.cache_key_tag.startswith("changed-my-mind-" + cache.TAG_PREFIX)
+        cache.set_policy("disabled")
+        cache.set_policy("default")
+        assert (cfg.cache_key_tag, cfg.force_disable_caches) == ("changed-my-mind", True)
+
+
+def test_isolated_really_isolates_and_cleans_up(restore_policy):
+    """Each isolated run starts from an empty cache: its first compile is never a cache hit."""
+    from labkit import naming
+
+    saved_dir = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    runs = [naming.run("one shared name", naming.ORDERS[0], "isolated", namespace="t_naming") for _ in range(2)]
+    assert [r.steps[0].cache_hits for r in runs] == [0, 0]
+    assert runs[1].steps[1].stale  # inside one run the cache is shared: #187319 still shows there
+    assert os.environ.get("TORCHINDUCTOR_CACHE_DIR") == saved_dir
+    with cache.using("isolated") as directory:
+        assert os.path.isdir(directory)
+    assert not os.path.exists(directory) and os.environ.get("TORCHINDUCTOR_CACHE_DIR") == saved_dir
 
 
 def _two_runs(policy):
@@ -88,5 +119,6 @@ def test_the_demo_reports_a_failing_process_clearly(tmp_path):
         run_in_subprocess("pure", "no-such-policy", str(tmp_path))
 
 
-def test_lab_import_chose_the_fingerprinted_policy():
-    assert labkit.cache.policy() == "fingerprinted"
+def test_setup_turns_the_fingerprinted_policy_on():
+    assert labkit.cache.policy() == "fingerprinted"  # conftest calls cache.enable(), as setup() does
+    assert "cache_key_tag" in labkit.cache.enable()

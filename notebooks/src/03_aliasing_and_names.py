@@ -287,8 +287,8 @@ assert all(r.steps[1].correct and not r.steps[1].stale for r in mitigations.valu
 #   `TORCHINDUCTOR_FORCE_DISABLE_CACHES=1`) always works and costs compile time.
 # - **A fresh cache directory** (`TORCHINDUCTOR_CACHE_DIR`) works across processes, not within one.
 # - **A fingerprint of the declarations in `torch.compiler.config.cache_key_tag`** keeps the caches on and
-#   correct: a changed declaration is a new key, an unchanged one still hits. This is what labkit does by
-#   default (`labkit.cache.set_policy("fingerprinted")`); it is hooked to every Dynamo compile.
+#   correct: a changed declaration is a new key, an unchanged one still hits. This is what labkit does once
+#   `labkit.setup()` has run (`labkit.cache.set_policy("fingerprinted")`); it is hooked to every Dynamo compile.
 #
 # ## 5. Myth vs fact
 #

@@ -15,7 +15,7 @@
 import torch
 
 import labkit
-from labkit.audit import audit
+from labkit import audit
 
 labkit.setup()
 dropped = labkit.drop_namespace("nb05")

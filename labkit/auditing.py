@@ -1,4 +1,4 @@
-"""``audit(op, *sample_args)``: check a custom op's declaration the way torch.compile will use it.
+"""``labkit.audit(op, *sample_args)``: check a custom op's declaration the way torch.compile will use it.
 
 It runs, and reports as a list of findings (problem, why it matters under compile, fix):
 
@@ -22,7 +22,8 @@ import time
 
 import torch
 
-from . import checks
+from . import _torch_internals as internals
+from . import checks, ops
 from .stages import as_torch_error, clone_args, compile_and_compare
 
 COMPILE_MODES = (("aot_eager", False), ("aot_eager", True), ("inductor", False), ("inductor", True))
@@ -82,22 +83,8 @@ class AuditReport:
                 f"{verdict}<p><i>not checkable here: {html.escape(self.cannot_see)}</i></p></div>")
 
 
-def _resolve(op):
-    """An OpOverload for anything a learner may pass: a LabOp, a CustomOpDef, a packet, an overload."""
-    candidate = getattr(op, "overload", None) or getattr(op, "_opoverload", None) or op
-    if isinstance(candidate, torch._ops.OpOverloadPacket):
-        candidate = candidate.default
-    if not isinstance(candidate, torch._ops.OpOverload):
-        return None
-    return candidate
-
-
-def _declared_writes(overload) -> set[str]:
-    return {a.name for a in overload._schema.arguments if a.alias_info is not None and a.alias_info.is_write}
-
-
 def _declaration_findings(overload, args) -> list[Finding]:
-    names = [a.name for a in overload._schema.arguments]
+    names = internals.argument_names(overload)
     after = clone_args(args)
     try:
         overload(*after)
@@ -109,7 +96,7 @@ def _declaration_findings(overload, args) -> list[Finding]:
                         "an op that fails eagerly cannot be compiled either", fix)]
     written = {name for name, before, now in zip(names, args, after)
                if isinstance(before, torch.Tensor) and not torch.equal(before, now)}
-    declared = _declared_writes(overload)
+    declared = internals.written_args(overload)
     findings = []
     for name in sorted(written - declared):
         findings.append(Finding(
@@ -141,8 +128,8 @@ def _compile_findings(overload, args) -> list[Finding]:
         overload(*call_args)
         return tuple(call_args[i] + 0 for i in tensors)
 
-    params = [inspect.Parameter(a.name, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-              for a in overload._schema.arguments[:len(args)]]
+    params = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+              for name in internals.argument_names(overload)[:len(args)]]
     discards_result.__signature__ = inspect.Signature(params)  # verdicts name the op's arguments
 
     failures: dict[str, list[str]] = {}
@@ -162,14 +149,19 @@ def _compile_findings(overload, args) -> list[Finding]:
 def audit(op, *sample_args) -> AuditReport:
     """Audit ``op`` on ``sample_args`` (tensors on any device). Takes a few seconds; never raises."""
     start = time.perf_counter()
-    overload = _resolve(op)
     cannot_see = ("Python side effects inside a kernel declared pure, and writes that happen only for other "
                   "inputs: give such ops an effect (notebook 04) and audit them on several inputs.")
+    try:
+        overload = ops.live_overload(op)
+    except ops.StaleOpError as stale:  # its registration is gone: calling it could crash the process
+        finding = Finding("input", str(stale), "a stale handle points at a deleted registration; nothing about "
+                          "it can be checked safely", "audit the handle the latest declaration returned")
+        return AuditReport(_short_repr(op), "?", [finding], [], cannot_see, time.perf_counter() - start)
     if overload is None:
-        finding = Finding("input", f"{op!r} is not a custom operator",
+        finding = Finding("input", f"{_short_repr(op)} is not a custom operator",
                           "audit needs an op registered with torch.library (custom_op or Library.define)",
                           "pass the object custom_op returned, labkit.declare's handle, or torch.ops.ns.name")
-        return AuditReport(repr(op), "?", [finding], [], cannot_see, time.perf_counter() - start)
+        return AuditReport(_short_repr(op), "?", [finding], [], cannot_see, time.perf_counter() - start)
     findings, run = [], []
     for name, check in (("declaration", _declaration_findings), ("opcheck", _opcheck_findings),
                         ("compile", _compile_findings)):
@@ -182,5 +174,13 @@ def audit(op, *sample_args) -> AuditReport:
         findings += found
         if name == "declaration" and any(f.check == "eager" for f in found):
             break  # nothing else can run on an op that fails eagerly
-    qualname = f"{overload.namespace}::{overload._schema.name.split('::')[-1]}"
-    return AuditReport(qualname, str(overload._schema), findings, run, cannot_see, time.perf_counter() - start)
+    return AuditReport(internals.qualname_of(overload), internals.schema_of(overload), findings, run, cannot_see,
+                       time.perf_counter() - start)
+
+
+def _short_repr(value) -> str:
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - a hostile __repr__ must not break the report
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= 80 else text[:77] + "..."
