@@ -443,7 +443,12 @@ def _has_grad_slot(tensor: torch.Tensor) -> bool:
 def _loss(output, backward) -> torch.Tensor | None:
     """What ``.backward()`` is called on: ``backward(output)``, or the sum of every output that requires grad."""
     if callable(backward):
-        return backward(output)
+        loss = backward(output)
+        if not (isinstance(loss, torch.Tensor) and loss.numel() == 1):
+            raise InputError(f"backward=loss_fn must return a one-element tensor to call .backward() on "
+                             f"(e.g. lambda out: out.sum()), not {type(loss).__name__}"
+                             f"{list(loss.shape) if isinstance(loss, torch.Tensor) else ''}.")
+        return loss
     parts = [leaf.sum() for leaf in _leaves(output) if isinstance(leaf, torch.Tensor) and leaf.requires_grad]
     return sum(parts[1:], parts[0]) if parts else None
 

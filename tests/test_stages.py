@@ -200,7 +200,9 @@ def test_backward_graph_is_captured_and_gradients_compared(backend):
     (backward,) = report.backward_graphs
     assert forward.has(f"tgrad::sin_{backend}")
     assert "cos" in backward.code and not backward.has(f"tgrad::sin_{backend}")  # the formula, traced into aten
-    assert "backward" in labkit.render.stage_code(report)
+    assert labkit.render.stage_code(report)["backward"] == backward.code
+    assert "--- AOTAutograd backward graph ---" in labkit.render.text(report)
+    assert "AOTAutograd backward graph</summary>" in labkit.render.to_html(report)
     assert x.grad is None  # the caller's tensor got no gradient
 
 
@@ -272,3 +274,10 @@ def test_backward_without_anything_that_requires_grad_says_so():
 def test_a_bad_backward_argument_is_refused_in_one_sentence():
     with pytest.raises(ValueError, match="backward must be True, False, or a function"):
         compile_and_compare(lambda x: x, torch.ones(2), backward="yes")
+
+
+def test_a_loss_function_that_returns_no_scalar_gets_one_sentence():
+    report = compile_and_compare(lambda x: x * 2, torch.ones(3, requires_grad=True), backward=lambda out: out)
+    assert report.eager_error is not None and report.verdict is None
+    assert report.eager_error.message == ("backward=loss_fn must return a one-element tensor to call .backward() "
+                                          "on (e.g. lambda out: out.sum()), not Tensor[3].")
