@@ -29,6 +29,7 @@ from torch import Tensor
 import labkit
 
 labkit.setup(warm_inductor=False)   # this notebook compiles with aot_eager only
+torch.manual_seed(0)                # the same random inputs on every run
 
 # %% [markdown]
 # ## 1. A realistic op, and what happens without a formula
@@ -156,8 +157,8 @@ assert checks["no formula"]["gradcheck"].startswith("FAIL: Trying to backward th
 #   compiled version, and both use *your* formula. Only `gradcheck` compares it with the math.
 # - A **missing formula** is caught by `test_aot_dispatch_dynamic` (it runs a backward) and by `gradcheck`.
 #   `test_autograd_registration` passes: `custom_op` always registers an autograd kernel — the one that raises
-#   the error of section 1. That test catches ops registered the old way, with an `autograd.Function` at a
-#   backend key.
+#   the error of section 1. That test is for ops whose autograd support sits at the wrong dispatch key (see its
+#   docstring in `torch/testing/_internal/optests/autograd_registration.py`).
 #
 # Run both on every differentiable op you write.
 #
@@ -208,8 +209,18 @@ assert len(step.backward_graphs) == 1
 
 # %% [markdown]
 # AOTAutograd traced `silu_backward` into aten ops (`sigmoid`, `mul`, `rsub`, …). The kernel stays opaque, but
-# **the formula is ordinary traced code**: the compiler can fuse it with the rest of the backward (Inductor does).
-# That is why torch requires formulas to be traceable — more on that in section 5.
+# **the formula is ordinary traced code**, compiled with the rest of the backward. That is why torch requires
+# formulas to be traceable — more on that in section 5.
+#
+# The backward graph exists because the step called `.backward()`: the backend compiles it lazily, at the first
+# `.backward()`. The same step without it leaves none:
+
+# %%
+forward_only = labkit.compile_and_compare(model, batch)
+assert forward_only.verdict.agree and forward_only.backward_graphs == []
+print("backward graphs without .backward():", len(forward_only.backward_graphs))
+
+# %% [markdown]
 #
 # ## 5. The formula is traced once: Python state is baked in
 #
@@ -232,16 +243,69 @@ compiled(x).backward()                        # compiles, with grad_scale = 1.0
 settings["grad_scale"] = 10.0                 # the training loop changes it
 eager_grad = torch.autograd.grad(scaled(x).sum(), x)[0]
 compiled_grad = torch.autograd.grad(compiled(x), x)[0]
-print("eager / compiled:", (eager_grad / compiled_grad).mean().item())
+print("eager / compiled:", round((eager_grad / compiled_grad).mean().item(), 4))
 
 # %%
-assert torch.allclose(eager_grad, 10 * compiled_grad)   # compiled still uses 1.0: no guard, no recompile
+assert torch.allclose(eager_grad, 10 * compiled_grad)   # compiled still uses 1.0: no recompile noticed the change
 
 # %% [markdown]
-# Dynamo guards on the Python values *your function* reads; a value read inside a formula AOTAutograd traced is
-# a constant in the graph. `compile_and_compare(..., backward=True)` compares eager and compiled gradients and
-# catches this kind of compile-side problem; it cannot catch a wrong formula (both runs share it: use
-# `gradcheck`). Pass such values as inputs of the op instead.
+# The value read inside the formula became a constant of the traced backward. The fix: make it an **input of
+# the op**, read by the function you compile. Then `setup_context` gets it from `inputs`, and Dynamo sees the
+# read and recompiles when it changes:
+
+# %%
+@torch.library.custom_op("nb08::scaled_arg", mutates_args=())
+def scaled_arg(x: Tensor, grad_scale: float) -> Tensor:
+    return x * torch.sigmoid(x)
+
+
+scaled_arg.register_fake(lambda x, grad_scale: torch.empty_like(x))
+
+
+def scaled_arg_setup_context(ctx, inputs, output):
+    x, ctx.grad_scale = inputs
+    ctx.save_for_backward(x)
+
+
+scaled_arg.register_autograd(lambda ctx, grad: (silu_backward(ctx, grad) * ctx.grad_scale, None),
+                             setup_context=scaled_arg_setup_context)
+settings["grad_scale"] = 1.0
+compiled = torch.compile(lambda x: scaled_arg(x, settings["grad_scale"]).sum(), backend="aot_eager")
+compiled(x).backward()
+settings["grad_scale"] = 10.0
+eager_grad = torch.autograd.grad(scaled_arg(x, 10.0).sum(), x)[0]
+compiled_grad = torch.autograd.grad(compiled(x), x)[0]
+print("eager / compiled:", round((eager_grad / compiled_grad).mean().item(), 4))
+
+# %%
+assert torch.allclose(eager_grad, compiled_grad)
+
+# %% [markdown]
+# `compile_and_compare` compiles a fresh copy each time, so a setting changed *between* experiments never shows
+# there. Its gradient comparison catches gradients that differ *within* one experiment — here, a formula that
+# breaks the rule the other way, by changing Python state on each call, run twice:
+
+# %%
+counter = {"calls": 0}
+
+
+def counting_backward(ctx, grad):
+    counter["calls"] += 1                 # "must not mutate global state"
+    return silu_backward(ctx, grad) * counter["calls"]
+
+
+counting = silu_op("counting", counting_backward)
+counted = labkit.compile_and_compare(lambda x: counting(x), calls=[(x,), (x,)], backward=True)
+print(counted.verdict)
+
+# %%
+assert counted.verdict.outputs_match and not counted.verdict.grads_match
+assert counted.verdict.problems == ("the gradient of x@0 differs", "the gradient of x@1 differs")
+
+# %% [markdown]
+# Eager scaled the two gradients by 1 and 2, the counter's values at each backward; compiled replays, as a
+# constant, whatever the counter held when AOTAutograd traced the formula. What no eager-vs-compiled comparison can catch is a wrong formula — both runs use it.
+# For that, `gradcheck`.
 #
 # ## 6. Mutating ops: torch refuses the formula
 #
@@ -287,6 +351,10 @@ def with_aten(x):
 
 
 grads = {}
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    x = torch.ones(3, requires_grad=True)
+    with_custom_op(x).backward()
 for name, fn in {"aten mul_": with_aten, "custom op, eager": with_custom_op,
                  "custom op, compiled": torch.compile(with_custom_op, backend="aot_eager")}.items():
     x = torch.ones(3, requires_grad=True)
@@ -300,6 +368,7 @@ print("leaf after the op:", leaf)
 
 # %%
 assert grads == {"aten mul_": 6.0, "custom op, eager": 2.0, "custom op, compiled": 2.0}
+assert caught == []                   # not even a warning
 assert torch.equal(leaf.detach(), torch.full((3,), 3.0)) and leaf.grad_fn is None
 assert set(labkit.checks.opcheck(scale_, (torch.randn(3, dtype=torch.float64, requires_grad=True),)).values()) == {"ok"}
 assert gradcheck_verdict(lambda x: with_custom_op(x), torch.ones(3, dtype=torch.float64, requires_grad=True)) \
@@ -442,8 +511,7 @@ assert torch.autograd.gradcheck(silu, (sample,))
 # See AOTAutograd's forward and backward graphs with `TORCH_LOGS="aot_graphs"` (in a script:
 # `TORCH_LOGS=aot_graphs python train.py`). In a notebook, `torch._logging.set_logs(aot_graphs=True)` does the
 # same; torch's log handler writes to `sys.stderr` as it is when `set_logs` runs, so redirecting stderr around
-# the call keeps the log for the cell to read. The `aot_eager` backend has no compile cache, so it traces
-# every time:
+# the call keeps the log for the cell to read:
 
 # %%
 def train_step(x, w):
