@@ -29,7 +29,7 @@ from torch import Tensor
 import labkit
 
 labkit.setup(warm_inductor=False)   # this notebook compiles with aot_eager only
-torch.manual_seed(0)                # the same random inputs on every run
+_ = torch.manual_seed(0)            # the same random inputs on every run
 
 # %% [markdown]
 # ## 1. A realistic op, and what happens without a formula
