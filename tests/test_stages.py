@@ -5,6 +5,7 @@ import torch
 
 import labkit
 from labkit import compile_and_compare, declare
+from labkit import _torch_internals as internals
 from labkit.stages import as_torch_error, compare_runs
 from torch.autograd.gradcheck import GradcheckError
 
@@ -164,6 +165,15 @@ def test_mark_dynamic_survives_the_copies_labkit_makes():
 
 
 # --- training: backward graphs and gradients ------------------------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def no_training_ops_left():
+    """The plain-torch ops these tests define are gone afterwards (labkit's cache tag hashes every live op)."""
+    yield
+    for name in internals.custom_op_qualnames():
+        if name.startswith("tgrad::"):
+            internals.destroy_custom_op(name)
 
 
 def _sin_op(name, backward):
