@@ -329,8 +329,24 @@ assert refusal.startswith("Cannot register autograd formula for non-functional o
 assert refusal.endswith("Please create a functional operator and register an autograd formula for that.")
 
 # %% [markdown]
-# (`torch.library.register_autograd("nb08::scale_", ...)` gives the same refusal, and so does an op declared
-# with `mutates_args="unknown"` — it is mutable too.)
+# `torch.library.register_autograd("nb08::scale_", ...)` gives the same refusal (section 9 runs it), and so does
+# an op declared with `mutates_args="unknown"` — every argument is then mutable:
+
+# %%
+@torch.library.custom_op("nb08::maybe_writes", mutates_args="unknown")
+def maybe_writes(x: Tensor) -> Tensor:
+    return x.clone()
+
+
+try:
+    maybe_writes.register_autograd(lambda ctx, grad: grad)
+    unknown_refusal = None
+except RuntimeError as error:
+    unknown_refusal = str(error)
+assert unknown_refusal.startswith("Cannot register autograd formula for non-functional operator")
+print(unknown_refusal.split(" Please")[0])
+
+# %% [markdown]
 #
 # ## 7. What a mutated input that requires grad does
 #
