@@ -21,37 +21,52 @@ CHECKED_ON = ("2.13.0", "2.14.1")  # the whole suite passes on both (2.14.1: its
 # --- recording backends -------------------------------------------------------------------------
 
 
-def aot_eager_recording(on_forward: Callable[[torch.fx.GraphModule], None]) -> Callable:
-    """The ``aot_eager`` backend, calling ``on_forward`` with AOTAutograd's forward graph."""
+def _notify(callback: Callable[[torch.fx.GraphModule], None] | None, gm: torch.fx.GraphModule) -> None:
+    if callback is not None:
+        callback(gm)
+
+
+def aot_eager_recording(on_forward: Callable[[torch.fx.GraphModule], None],
+                        on_backward: Callable[[torch.fx.GraphModule], None] | None = None) -> Callable:
+    """The ``aot_eager`` backend, calling ``on_forward`` with AOTAutograd's forward (or inference)
+    graph and ``on_backward`` with its backward graph.
+
+    AOTAutograd compiles the backward graph lazily, when ``.backward()`` first reaches it, so
+    ``on_backward`` is called then, not during ``torch.compile``'s first call.
+    """
     from torch._dynamo.backends.debugging import aot_eager, boxed_nop
 
     def fw_compiler(gm, example_inputs):
-        on_forward(gm)
+        _notify(on_forward, gm)
+        return boxed_nop(gm, example_inputs)
+
+    def bw_compiler(gm, example_inputs):
+        _notify(on_backward, gm)
         return boxed_nop(gm, example_inputs)
 
     def backend(gm, example_inputs):
-        return aot_eager(gm, example_inputs, fw_compiler=fw_compiler)
+        return aot_eager(gm, example_inputs, fw_compiler=fw_compiler, bw_compiler=bw_compiler)
 
     return backend
 
 
-def inductor_recording(on_forward: Callable[[torch.fx.GraphModule], None]) -> Callable:
-    """The ``inductor`` backend, calling ``on_forward`` with the graph Inductor receives.
+def inductor_recording(on_forward: Callable[[torch.fx.GraphModule], None],
+                       on_backward: Callable[[torch.fx.GraphModule], None] | None = None) -> Callable:
+    """The ``inductor`` backend, calling ``on_forward``/``on_backward`` with each graph Inductor receives.
 
-    Inductor rewrites that graph in place (post-grad passes, re-inplacing), so the
-    callback must copy what it needs at once.
+    ``compile_fx`` hands every graph AOTAutograd produces to its ``inner_compile`` argument,
+    with ``is_backward=True`` for the backward one (compiled lazily, at the first ``.backward()``).
+    Inductor then rewrites that graph in place (post-grad passes, re-inplacing), so the
+    callbacks must copy what they need at once.
     """
-    import torch._inductor.compile_fx as compile_fx_mod
+    from torch._inductor.compile_fx import compile_fx, compile_fx_inner
+
+    def recording_inner(gm, example_inputs, **kwargs):
+        _notify(on_backward if kwargs.get("is_backward") else on_forward, gm)
+        return compile_fx_inner(gm, example_inputs, **kwargs)
 
     def backend(gm, example_inputs):
-        original = compile_fx_mod._compile_fx_inner
-
-        def recording_inner(graph, *args, **kwargs):
-            on_forward(graph)
-            return original(graph, *args, **kwargs)
-
-        with mock.patch.object(compile_fx_mod, "_compile_fx_inner", recording_inner):
-            return compile_fx_mod.compile_fx(gm, example_inputs)
+        return compile_fx(gm, example_inputs, inner_compile=recording_inner)
 
     return backend
 

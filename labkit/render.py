@@ -13,6 +13,7 @@ from .stages import StageReport, split_qualname
 
 STAGES = (("dynamo", "Dynamo graph"), ("aot", "AOTAutograd graph"), ("inductor", "Inductor code"),
           ("ran", "kernel ran"))
+CODE_TITLES = {**dict(STAGES), "backward": "AOTAutograd backward graph"}
 _PICTURE_TITLES = {"dynamo": "Dynamo\ngraph", "aot": "AOTAutograd\ngraph", "inductor": "Inductor\ncode",
                    "ran": "real kernel\nran?"}
 
@@ -72,10 +73,14 @@ def summary(report: StageReport, ops: list[str] | None = None) -> str:
 
 
 def stage_code(report: StageReport) -> dict[str, str]:
-    """Readable code for each stage that ran (graphs joined when Dynamo made several)."""
+    """Readable code for each stage that ran (graphs joined when Dynamo made several).
+
+    ``"backward"`` is there only when the experiment ran ``.backward()`` (``backward=True``).
+    """
     out = {}
     for stage, codes in (("dynamo", [g.code for g in report.dynamo_graphs]),
                          ("aot", [g.code for g in report.aot_graphs]),
+                         ("backward", [g.code for g in report.backward_graphs]),
                          ("inductor", [inductor_call(c) for c in report.inductor_code])):
         if len(codes) == 1:
             out[stage] = codes[0]
@@ -87,7 +92,7 @@ def stage_code(report: StageReport) -> dict[str, str]:
 def text(report: StageReport, ops: list[str] | None = None) -> str:
     parts = [summary(report, ops)]
     for stage, code in stage_code(report).items():
-        title = dict(STAGES)[stage]
+        title = CODE_TITLES[stage]
         parts.append(f"--- {title} ---\n{code}")
     return "\n\n".join(parts)
 
@@ -120,7 +125,7 @@ def to_html(report: StageReport, ops: list[str] | None = None) -> str:
     table = ("<table><tr><th>op</th><th>calls eager</th><th>calls compiled</th>"
              + "".join(f"<th>{t}</th>" for _, t in STAGES[:3]) + f"</tr>{rows}</table>")
     code = "".join(
-        f"<details{' open' if stage != 'dynamo' else ''}><summary>{dict(STAGES)[stage]}</summary>"
+        f"<details{' open' if stage != 'dynamo' else ''}><summary>{CODE_TITLES[stage]}</summary>"
         f"<pre style='font-family:monospace;font-size:11px;white-space:pre;text-align:left'>"
         f"{_highlight(c, ops)}</pre></details>"
         for stage, c in stage_code(report).items())

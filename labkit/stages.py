@@ -6,9 +6,11 @@
 2. run a fresh copy of ``fn`` through ``torch.compile`` on fresh copies of the inputs,
    from the same random and module state, recording the Dynamo graph(s), AOTAutograd's
    forward graph(s) and Inductor's generated code;
-3. count the real kernel calls of every lab op in each run, and compare the two
-   runs on their outputs, on the final values of their inputs and on the tensors the
-   function reaches outside its arguments (closure, globals, module buffers).
+3. with ``backward=True``, call ``.backward()`` in each run too, recording AOTAutograd's
+   backward graph(s), and keep the gradients of every input and parameter that requires grad;
+4. count the real kernel calls of every lab op in each run, and compare the two
+   runs on their outputs, on the final values of their inputs, on their gradients and on
+   the tensors the function reaches outside its arguments (closure, globals, module buffers).
 
 Whatever torch raises comes back as a :class:`TorchError` with torch's own words,
 so a notebook can show the message instead of a traceback.
@@ -205,14 +207,18 @@ class Verdict:
     problems: tuple[str, ...]
     state_match: bool = True  # tensors the function reaches outside its arguments (closure, globals, module)
     caveats: tuple[str, ...] = ()
+    grads_match: bool = True
+    gradients: tuple[str, ...] = ()  # the inputs/parameters whose gradients were compared (backward=True)
 
     @property
     def agree(self) -> bool:
-        return self.outputs_match and self.inputs_match and self.state_match and not self.caveats
+        return (self.outputs_match and self.inputs_match and self.state_match and self.grads_match
+                and not self.caveats)
 
     def __str__(self):
         if self.agree:
-            return "eager and compiled agree (outputs and inputs)"
+            return "eager and compiled agree (outputs, inputs and gradients)" if self.gradients \
+                else "eager and compiled agree (outputs and inputs)"
         if not self.problems:
             return "labkit cannot say whether eager and compiled agree: " + "; ".join(self.caveats)
         return "eager and compiled DIFFER: " + "; ".join(self.problems + self.caveats)
@@ -386,6 +392,7 @@ class FunctionState:
                 found[label] = tensor
         self.tensors = found
         self.saved = {label: t.detach().clone() for label, t in found.items()}
+        self.saved_grads = {label: t.grad for label, t in found.items() if _has_grad_slot(t)}
         self.cpu_rng = torch.get_rng_state()
         self.cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
 
@@ -400,9 +407,20 @@ class FunctionState:
             for label, tensor in self.tensors.items():
                 if _same(tensor, self.saved[label]) is not True:
                     tensor.copy_(self.saved[label])
+        for label, grad in self.saved_grads.items():
+            self.tensors[label].grad = grad  # the caller's own .grad object, as it was
         torch.set_rng_state(self.cpu_rng)
         if self.cuda_rng is not None:
             torch.cuda.set_rng_state_all(self.cuda_rng)
+
+    def take_grads(self) -> dict[str, torch.Tensor | None]:
+        """The gradients a backward pass left on the parameters, which start clean for the next one."""
+        grads = {}
+        for label in self.saved_grads:
+            tensor = self.tensors[label]
+            grads[label] = None if tensor.grad is None else tensor.grad.detach().clone()
+            tensor.grad = None
+        return grads
 
     def problems(self, eager_end: dict, compiled_end: dict) -> list[str]:
         bad = {}
@@ -412,6 +430,49 @@ class FunctionState:
             if _same(e, c) is not True:
                 bad[label] = [(0, label in eager_end, label in compiled_end)]
         return _input_problems(bad, many=False, what="")
+
+
+def _has_grad_slot(tensor: torch.Tensor) -> bool:
+    """A leaf that requires grad: ``.backward()`` accumulates into its ``.grad``."""
+    return tensor.requires_grad and tensor.is_leaf
+
+
+# --- gradients ----------------------------------------------------------------------------------
+
+
+def _loss(output, backward) -> torch.Tensor | None:
+    """What ``.backward()`` is called on: ``backward(output)``, or the sum of every output that requires grad."""
+    if callable(backward):
+        loss = backward(output)
+        if not (isinstance(loss, torch.Tensor) and loss.numel() == 1):
+            raise InputError(f"backward=loss_fn must return a one-element tensor to call .backward() on "
+                             f"(e.g. lambda out: out.sum()), not {type(loss).__name__}"
+                             f"{list(loss.shape) if isinstance(loss, torch.Tensor) else ''}.")
+        return loss
+    parts = [leaf.sum() for leaf in _leaves(output) if isinstance(leaf, torch.Tensor) and leaf.requires_grad]
+    return sum(parts[1:], parts[0]) if parts else None
+
+
+def _input_grads(copies: Sequence, names: Sequence[str]) -> dict[str, torch.Tensor | None]:
+    return {label: leaf.grad for name, value in zip(names, copies) for label, leaf in _labelled(value, name)
+            if isinstance(leaf, torch.Tensor) and _has_grad_slot(leaf)}
+
+
+def _clear_input_grads(copies: Sequence) -> None:
+    """A copy of an input keeps the caller's ``.grad``; each run starts from none, as the comparison needs."""
+    for leaf in _leaves(copies):
+        if isinstance(leaf, torch.Tensor) and _has_grad_slot(leaf):
+            leaf.grad = None
+
+
+def _gradient_problems(eager: list[dict], compiled: list[dict]) -> list[str]:
+    many = len(eager) > 1
+    problems = []
+    for i, (grads_e, grads_c) in enumerate(zip(eager, compiled)):
+        for label in grads_e:
+            if _same(grads_e[label], grads_c.get(label)) is not True:
+                problems.append(f"the gradient of {label}{f'@{i}' if many else ''} differs")
+    return problems
 
 
 def _fresh_copy(fn: Callable) -> Callable:
@@ -447,7 +508,7 @@ class StageReport:
     shapes: list[str]
     dynamo_graphs: list[GraphSnapshot]
     aot_graphs: list[GraphSnapshot]
-    inductor_code: list[str]
+    inductor_code: list[str]  # every module Inductor generated, in compile order (a backward one after .backward())
     eager_calls: dict[str, int]
     compiled_calls: dict[str, int]
     graphs_per_call: list[int]  # how many graphs Dynamo compiled during each call
@@ -456,6 +517,7 @@ class StageReport:
     eager_error: TorchError | None
     compile_seconds: float
     cache: dict[str, int]
+    backward_graphs: list[GraphSnapshot] = dataclasses.field(default_factory=list)  # AOTAutograd's, backward=True
 
     @property
     def ok(self) -> bool:
@@ -482,14 +544,17 @@ class StageReport:
         }
 
 
-def _recording_backend(backend: str, dynamo_graphs: list, aot_graphs: list) -> Callable:
+def _recording_backend(backend: str, dynamo_graphs: list, aot_graphs: list, backward_graphs: list) -> Callable:
     def record_aot(gm):
         aot_graphs.append(snapshot(gm, "aot"))
 
+    def record_backward(gm):
+        backward_graphs.append(snapshot(gm, "backward"))
+
     inner = {
         "eager": lambda gm, inputs: gm.forward,
-        "aot_eager": internals.aot_eager_recording(record_aot),
-        "inductor": internals.inductor_recording(record_aot),
+        "aot_eager": internals.aot_eager_recording(record_aot, record_backward),
+        "inductor": internals.inductor_recording(record_aot, record_backward),
     }[backend]
 
     def recording(gm, example_inputs):
@@ -507,7 +572,7 @@ def split_qualname(op_name) -> tuple[str, str]:
     return parts[0], parts[1]
 
 
-def _check_arguments(fn, args, calls, backend, dynamic, fullgraph) -> list[tuple]:
+def _check_arguments(fn, args, calls, backend, dynamic, fullgraph, backward) -> list[tuple]:
     """The calls to make, or ValueError with one sentence naming the fix."""
     if not callable(fn):
         raise ValueError(f"fn must be a function (or module) to run, not {type(fn).__name__}.")
@@ -517,6 +582,9 @@ def _check_arguments(fn, args, calls, backend, dynamic, fullgraph) -> list[tuple
         raise ValueError(f"dynamic must be one of {DYNAMIC_MODES}, not {dynamic!r}.")
     if not isinstance(fullgraph, bool):
         raise ValueError(f"fullgraph must be True or False, not {fullgraph!r}.")
+    if not (isinstance(backward, bool) or callable(backward)):
+        raise ValueError(f"backward must be True, False, or a function from fn's output to a scalar loss, "
+                         f"not {backward!r}.")
     if calls is None:
         return [tuple(args)]
     if args:
@@ -527,16 +595,44 @@ def _check_arguments(fn, args, calls, backend, dynamic, fullgraph) -> list[tuple
     return [tuple(c) for c in calls]
 
 
-def _run_all(fn: Callable, call_args: list[tuple], names: list[str], stage: str):
-    """Call ``fn`` on a private copy of each call's inputs: ``(runs, error, graphs)``."""
-    runs = []
+def _run_all(fn: Callable, call_args: list[tuple], names: list[str], stage: str, backward=False,
+             state: FunctionState | None = None):
+    """Call ``fn`` on a private copy of each call's inputs: ``(runs, error, grads)``.
+
+    With ``backward``, each call is followed by ``.backward()``; ``grads`` holds, per call, the
+    gradient of every input and parameter that requires grad (None: nothing to differentiate).
+    """
+    runs, grads = [], []
     for c in call_args:
         copies = copy_inputs(c, names)
         try:
-            runs.append((fn(*copies), copies))
+            if backward:
+                _clear_input_grads(copies)
+                if state is not None:
+                    state.take_grads()
+            output = fn(*copies)
+            runs.append((output, copies))
+            if backward:
+                loss = _loss(output, backward)
+                if loss is not None:
+                    loss.backward()
+                grads.append(None if loss is None else
+                             {**_input_grads(copies, names), **(state.take_grads() if state else {})})
         except Exception as error:  # noqa: BLE001 - torch's errors become data
-            return runs, as_torch_error(error, stage)
-    return runs, None
+            return runs, as_torch_error(error, stage), grads
+    return runs, None, grads
+
+
+def _with_gradients(verdict: Verdict, eager: list, compiled: list) -> Verdict:
+    """Add the gradient comparison to the verdict (or say why there was nothing to compare)."""
+    if any(grads is None for grads in eager + compiled):
+        note = ("backward=True, but no output requires grad: pass inputs made with requires_grad=True "
+                "(or a module with trainable parameters)")
+        return dataclasses.replace(verdict, caveats=verdict.caveats + (note,))
+    problems = _gradient_problems(eager, compiled)
+    labels = tuple(dict.fromkeys(label for grads in eager for label in grads))
+    return dataclasses.replace(verdict, grads_match=not problems, gradients=labels,
+                               problems=verdict.problems + tuple(problems))
 
 
 def _random_caveat(backend: str, graphs: list[GraphSnapshot], verdict: Verdict) -> Verdict:
@@ -556,11 +652,21 @@ def compile_and_compare(
     backend: str = "aot_eager",
     dynamic: bool | None = False,
     fullgraph: bool = False,
+    backward: bool | Callable[[Any], torch.Tensor] = False,
 ) -> StageReport:
     """Run ``fn`` eagerly and compiled, on copies of the same inputs, and report.
 
     Pass the inputs of one call as ``*args``, or several calls as ``calls=[(x1,), (x2,)]``
     (to watch recompilation under ``dynamic``).
+
+    ``backward=True`` makes each call a training step: after ``fn`` runs, ``.backward()`` is
+    called on the sum of every output that requires grad (or pass ``backward=loss_fn``, a
+    function from ``fn``'s output to a scalar). The report then holds AOTAutograd's backward
+    graph(s) (``report.backward_graphs``; AOTAutograd compiles the backward lazily, so it only
+    exists once ``.backward()`` has run) and the verdict compares the gradient of every input
+    and parameter that requires grad. Both runs use the same autograd formula for a custom op,
+    so this catches what *compiling* gets wrong, not a wrong formula: check that with
+    ``torch.autograd.gradcheck`` and ``torch.library.opcheck``.
 
     Contract:
 
@@ -569,7 +675,8 @@ def compile_and_compare(
       kept). Tensors ``fn`` reaches otherwise (closure, globals, an ``nn.Module``'s
       parameters and buffers) and the random number generators are saved first: both runs
       start from them, the verdict compares where each run left them, and afterwards they
-      hold what they held before.
+      hold what they held before. Gradients too: the caller's ``.grad`` tensors are never
+      written; each run starts from no gradient and gets its own.
     * Counts start from zero without ``torch.compiler.reset()``: a fresh copy of ``fn`` is
       compiled, so the caller's own compiled functions and compile callbacks are untouched.
       Dynamo's memory of changing sizes (automatic dynamic shapes) is given a clean slate
@@ -579,7 +686,7 @@ def compile_and_compare(
     * Whatever torch raises comes back as a :class:`TorchError`; a bad argument to this
       function raises ValueError with one sentence naming the fix.
     """
-    call_args = _check_arguments(fn, args, calls, backend, dynamic, fullgraph)
+    call_args = _check_arguments(fn, args, calls, backend, dynamic, fullgraph, backward)
     names = input_names(fn, len(call_args[0]))
     for c in call_args:
         _check_inputs(c, input_names(fn, len(c)))
@@ -587,23 +694,24 @@ def compile_and_compare(
     state = FunctionState(fn)
     try:
         lab_ops.reset_calls()
-        eager_runs, eager_error = _run_all(fn, call_args, names, "eager")
+        eager_runs, eager_error, eager_grads = _run_all(fn, call_args, names, "eager", backward, state)
         eager_calls, eager_state = lab_ops.call_counts(), state.now()
         state.restore()
 
-        dynamo_graphs, aot_graphs, code, per_call = [], [], [], []
+        dynamo_graphs, aot_graphs, backward_graphs, code, per_call = [], [], [], [], []
         lab_ops.reset_calls()
         cache_before = internals.cache_counters()
-        compiled = torch.compile(_fresh_copy(fn), backend=_recording_backend(backend, dynamo_graphs, aot_graphs),
-                                 dynamic=dynamic, fullgraph=fullgraph)
+        recording = _recording_backend(backend, dynamo_graphs, aot_graphs, backward_graphs)
+        compiled = torch.compile(_fresh_copy(fn), backend=recording, dynamic=dynamic, fullgraph=fullgraph)
         start = time.perf_counter()
-        compiled_runs, error = [], None
+        compiled_runs, compiled_grads, error = [], [], None
         with internals.graph_caches_off(), internals.collect_inductor_code(code), \
                 internals.own_automatic_dynamic_state():
             for c in call_args:
                 before = len(dynamo_graphs)
-                runs, error = _run_all(compiled, [c], names, "compiled")
+                runs, error, grads = _run_all(compiled, [c], names, "compiled", backward, state)
                 compiled_runs += runs
+                compiled_grads += grads
                 per_call.append(len(dynamo_graphs) - before)
                 if error is not None:
                     break
@@ -625,6 +733,8 @@ def compile_and_compare(
         state_problems = state.problems(eager_state, compiled_state)
         if state_problems:
             verdict = dataclasses.replace(verdict, state_match=False, problems=verdict.problems + tuple(state_problems))
+        if backward:
+            verdict = _with_gradients(verdict, eager_grads, compiled_grads)
         verdict = _random_caveat(backend, aot_graphs or dynamo_graphs, verdict)
     return StageReport(
         backend=backend, dynamic=dynamic, shapes=shapes,
@@ -632,4 +742,5 @@ def compile_and_compare(
         eager_calls=eager_calls, compiled_calls=compiled_calls, graphs_per_call=per_call,
         verdict=verdict, error=error, eager_error=eager_error, compile_seconds=seconds,
         cache={k: cache_after[k] - cache_before[k] for k in cache_after},
+        backward_graphs=backward_graphs,
     )

@@ -5,7 +5,9 @@ import torch
 
 import labkit
 from labkit import compile_and_compare, declare
+from labkit import _torch_internals as internals
 from labkit.stages import as_torch_error, compare_runs
+from torch.autograd.gradcheck import GradcheckError
 
 BACKENDS = ["aot_eager", "inductor"]
 
@@ -160,3 +162,132 @@ def test_mark_dynamic_survives_the_copies_labkit_makes():
     torch._dynamo.mark_dynamic(first, 0)
     report = compile_and_compare(lambda x: op(x) + 1, calls=[(first,), (torch.ones(6),)], dynamic=None)
     assert report.graphs_per_call == [1, 0]
+
+
+# --- training: backward graphs and gradients ------------------------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def no_training_ops_left():
+    """The plain-torch ops these tests define are gone afterwards (labkit's cache tag hashes every live op)."""
+    yield
+    for name in internals.custom_op_qualnames():
+        if name.startswith("tgrad::"):
+            internals.destroy_custom_op(name)
+
+
+def _sin_op(name, backward):
+    """A custom op computing sin(x), with the given autograd formula."""
+
+    @torch.library.custom_op(f"tgrad::{name}", mutates_args=())
+    def op(x: torch.Tensor) -> torch.Tensor:
+        return torch.sin(x)
+
+    @op.register_fake
+    def _(x):
+        return torch.empty_like(x)
+
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0])
+
+    op.register_autograd(backward, setup_context=setup_context)
+    return op
+
+
+def _cos_backward(ctx, grad):
+    (x,) = ctx.saved_tensors
+    return grad * x.cos()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_backward_graph_is_captured_and_gradients_compared(backend):
+    op = _sin_op(f"sin_{backend}", _cos_backward)
+    x = torch.randn(5, requires_grad=True)
+    report = compile_and_compare(lambda x: op(x) * 2, x, backend=backend, backward=True)
+    assert report.verdict.agree and report.verdict.gradients == ("x",)
+    assert str(report.verdict) == "eager and compiled agree (outputs, inputs and gradients)"
+    (forward,) = report.aot_graphs
+    (backward,) = report.backward_graphs
+    assert forward.has(f"tgrad::sin_{backend}")
+    assert "cos" in backward.code and not backward.has(f"tgrad::sin_{backend}")  # the formula, traced into aten
+    assert labkit.render.stage_code(report)["backward"] == backward.code
+    assert "--- AOTAutograd backward graph ---" in labkit.render.text(report)
+    assert "AOTAutograd backward graph</summary>" in labkit.render.to_html(report)
+    assert x.grad is None  # the caller's tensor got no gradient
+
+
+def test_without_backward_no_backward_graph_and_no_gradients():
+    op = _sin_op("sin_fw", _cos_backward)
+    report = compile_and_compare(lambda x: op(x) * 2, torch.randn(3, requires_grad=True))
+    assert report.verdict.agree and report.verdict.gradients == ()
+    assert report.backward_graphs == []  # AOTAutograd compiles the backward lazily: nothing ran it
+    assert str(report.verdict) == "eager and compiled agree (outputs and inputs)"
+
+
+def test_a_wrong_formula_agrees_eager_vs_compiled_and_only_gradcheck_catches_it():
+    wrong = _sin_op("sin_wrong", lambda ctx, grad: grad * ctx.saved_tensors[0].sin())  # should be cos
+    x = torch.randn(4, dtype=torch.float64, requires_grad=True)
+    report = compile_and_compare(lambda x: wrong(x), x, backward=True)
+    assert report.verdict.agree  # both runs use the same (wrong) formula
+    with pytest.raises(GradcheckError):
+        torch.autograd.gradcheck(wrong, (x,))
+    right = _sin_op("sin_right", _cos_backward)
+    assert torch.autograd.gradcheck(right, (x,))
+
+
+def test_a_backward_that_reads_python_state_is_baked_in_by_compile():
+    """torch: backward formulas "must not depend on or mutate global state"; compile traces them once."""
+    seen = {"calls": 0}
+
+    def counting_backward(ctx, grad):
+        seen["calls"] += 1
+        return grad * seen["calls"]
+
+    op = _sin_op("sin_counter", counting_backward)
+    x = torch.randn(3, requires_grad=True)
+    report = compile_and_compare(lambda x: op(x), calls=[(x,), (x,)], backward=True)
+    assert report.ok and not report.verdict.grads_match and not report.verdict.agree
+    assert report.verdict.outputs_match and report.verdict.inputs_match
+    assert "the gradient of x@0 differs" in report.verdict.problems
+    assert "the gradient of x@1 differs" in report.verdict.problems
+
+
+def test_module_parameter_gradients_are_compared_and_the_callers_grad_is_untouched():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Tanh())
+    weight, bias = model[0].weight, model[0].bias
+    sentinel = torch.full_like(weight, 7.0)
+    weight.grad = sentinel
+    before = weight.detach().clone()
+    report = compile_and_compare(model, torch.randn(2, 4), backward=True, backend="inductor")
+    assert report.verdict.agree
+    assert set(report.verdict.gradients) == {"fn.0.weight", "fn.0.bias"}
+    assert len(report.backward_graphs) == 1
+    assert weight.grad is sentinel and torch.equal(sentinel, torch.full_like(weight, 7.0))
+    assert bias.grad is None and torch.equal(weight.detach(), before)
+
+
+def test_backward_with_a_loss_function():
+    op = _sin_op("sin_loss", _cos_backward)
+    target = torch.randn(3)
+    report = compile_and_compare(lambda x: op(x), torch.randn(3, requires_grad=True),
+                                 backward=lambda out: ((out - target) ** 2).mean())
+    assert report.verdict.agree and report.verdict.gradients == ("x",)
+
+
+def test_backward_without_anything_that_requires_grad_says_so():
+    report = compile_and_compare(lambda x: x.sin(), torch.randn(3), backward=True)
+    assert not report.verdict.agree and report.verdict.gradients == ()
+    assert "no output requires grad" in str(report.verdict)
+
+
+def test_a_bad_backward_argument_is_refused_in_one_sentence():
+    with pytest.raises(ValueError, match="backward must be True, False, or a function"):
+        compile_and_compare(lambda x: x, torch.ones(2), backward="yes")
+
+
+def test_a_loss_function_that_returns_no_scalar_gets_one_sentence():
+    report = compile_and_compare(lambda x: x * 2, torch.ones(3, requires_grad=True), backward=lambda out: out)
+    assert report.eager_error is not None and report.verdict is None
+    assert report.eager_error.message == ("backward=loss_fn must return a one-element tensor to call .backward() "
+                                          "on (e.g. lambda out: out.sum()), not Tensor[3].")
