@@ -1,19 +1,20 @@
 # %% [markdown]
-# # 03 · Aliasing and names: views, the no-alias rule, and stale compile caches
+# # 03 · Aliasing and views: a mutating op on a slice, and the no-alias rule
 #
 # **What you will learn**
-# - how a mutating op applied to a *view* of an input is functionalized and written back;
-# - why a custom op's outputs may not alias its inputs, and where torch enforces it;
-# - that an op's qualified name *is* its identity — and what re-declaring a name does;
-# - **pytorch #187319, live**: the compile caches hand back an artifact built for an op's *old*
-#   declaration, in one process and across two; and four mitigations, each checked.
+# - how a mutating op applied to a *view* of an input is functionalized through its base and written back;
+# - how Inductor then runs the op directly on a view of your tensor;
+# - why a custom op's outputs may not alias its inputs, and where torch enforces it (eager for
+#   `custom_op`, at compile time — warning or error — for lower-level registrations).
 #
-# **Time:** about 30 minutes. **Before:** 02 · `mutates_args`.
+# **Time:** about 20 minutes. **Before:** 02 · `mutates_args`.
 #
-# Outputs recorded on torch 2.13.0 (CPU); every assertion here also holds on torch 2.14.1.
+# Outputs recorded on torch 2.13.0 (CPU).
 
 # %%
 # NBVAL_IGNORE_OUTPUT
+import contextlib
+import io
 import os
 import warnings
 
@@ -72,10 +73,10 @@ assert inductor_report.verdict.agree
 # ## 2. Why an op's outputs may not alias its inputs
 #
 # That bookkeeping only works if the compiler knows *exactly* which tensors share storage. A mutation
-# is declared in the schema; an output that secretly shares memory with an input is not — so
-# functionalization would treat them as independent and could reorder or drop writes. torch therefore
-# refuses outputs that are, or view, an input. For `custom_op` it checks **in eager**, on every call —
-# returning a view is refused just like returning the input itself:
+# is declared in the schema; an output that secretly shares memory with an input is not: the schema of a
+# `custom_op` has no way to say "this output is a view of `x`". So torch refuses outputs that are, or
+# view, an input. For `custom_op` it checks **in eager**, on every call — returning a view is refused just
+# like returning the input itself:
 
 # %%
 @torch.library.custom_op("nb03::first_row", mutates_args=())
@@ -127,261 +128,92 @@ if "TORCHINDUCTOR_ERROR_ON_CUSTOM_OP_ALIASING" not in os.environ:   # torch's de
 lib._destroy()
 
 # %% [markdown]
-# ## 3. A name is an identity
+# ## Exercise: two overlapping views
 #
-# The dispatcher knows an op by its qualified name. What happens when a notebook cell that declares
-# `nb03::foo` runs again with a different declaration?
+# `two_bumps` applies `bump` to `x[1:3]` and then to `x[2:4]`; the two views share `x[2]`. Predict `x`
+# after calling the **compiled** function on `torch.zeros(5)`, as a list of five floats, then run.
 
 # %%
-with warnings.catch_warnings(record=True) as caught:
-    warnings.simplefilter("always")
-
-    @torch.library.custom_op("nb03::foo", mutates_args=())
-    def foo_v1(x: torch.Tensor) -> None:
-        x.add_(1)
-
-    @foo_v1.register_fake
-    def _(x):
-        return None
-
-    @torch.library.custom_op("nb03::foo", mutates_args=("x",))
-    def foo_v2(x: torch.Tensor) -> None:
-        x.add_(100)
-
-print("warnings:", [str(w.message) for w in caught])
-print("old handle reports:    ", foo_v1._opoverload._schema)
-print("new handle reports:    ", foo_v2._opoverload._schema)
-print("torch.ops.nb03.foo is: ", torch.ops.nb03.foo.default._schema)
+my_x_after = ...
 
 # %%
-assert caught == []                                                            # silently replaced
-assert str(foo_v1._opoverload._schema) == "nb03::foo(Tensor x) -> ()"          # stale metadata
-assert str(foo_v2._opoverload._schema) == "nb03::foo(Tensor(a0!) x) -> ()"
-assert str(torch.ops.nb03.foo.default._schema) == str(foo_v2._opoverload._schema)
+def two_bumps(x):
+    bump(x[1:3])
+    bump(x[2:4])
+    return x.sum()
 
-# %% [markdown]
-# `custom_op` destroys the old registration and makes a new one, with no warning; a Python object you
-# kept from before still *reports* the old schema. **Do not call it.** Its C++ side still points at the
-# registration torch deleted: a dangling handle (pytorch #98541, "memory corruption on re-register").
-# Often the freed memory has been reused by the new registration and the call happens to reach the
-# new kernel — but it is undefined behaviour: in this lab's own test run of every notebook twice in
-# one kernel (torch 2.13.0), that call raised `MemoryError: std::bad_alloc`, and it can crash the
-# kernel. That is why this cell does not make the call. `labkit.declare` retires such handles instead:
-# calling one raises `StaleOpError` before anything reaches torch.
-#
-# The lower-level API refuses a duplicate instead, and `torch.library._scoped_library` (private, used
-# in torch's own tests) frees a name when its block ends:
-
-# %%
-low = torch.library.Library("nb03low", "FRAGMENT")
-low.define("bar(Tensor x) -> Tensor")
-try:
-    low.define("bar(Tensor x) -> Tensor")
-    duplicate = None
-except RuntimeError as error:
-    duplicate = str(error)
-print(duplicate[:100], "…")
-low._destroy()
-
-with torch.library._scoped_library("nb03scoped", "FRAGMENT") as scoped_lib:
-    scoped_lib.define("tmp(Tensor x) -> Tensor")
-    inside = hasattr(torch.ops.nb03scoped, "tmp")
-after = hasattr(torch.ops.nb03scoped, "tmp")
-print("inside the block:", inside, "| after it:", after)
-
-# %%
-assert duplicate.startswith("Tried to register an operator (nb03low::bar(Tensor x) -> Tensor) with the same name")
-assert inside and not after
-
-# %% [markdown]
-# ## 4. pytorch #187319, live: the caches remember the old declaration
-#
-# torch keeps compiled artifacts in two on-disk caches, the **AOTAutograd** cache and Inductor's
-# **FX-graph** cache. Their keys are computed from the graph's *text*, which names `nb03::fix` but not its
-# schema. So: declare an op wrongly (pure, though it writes `x`), compile, fix the declaration, compile
-# again. Plain torch, the default cache policy, a fresh cache directory:
-
-# %%
-def declare_fix(mutating):
-    @torch.library.custom_op("nb03::fix", mutates_args=("x",) if mutating else ())
-    def fix(x: torch.Tensor) -> None:
-        x.add_(1)
-    if not mutating:
-        fix.register_fake(lambda x: None)
-    return fix
-
-def uses_fix(x):
-    torch.ops.nb03.fix(x)
-    return x * 2 + 1
-
-with labkit.cache.using("default"):
-    declare_fix(mutating=False)                       # the bug
-    x1 = torch.zeros(2)
-    torch.compile(uses_fix, backend="inductor")(x1)
-    declare_fix(mutating=True)                        # the fix
-    torch.compiler.reset()                            # even a full reset...
-    before = labkit._torch_internals.cache_counters()
-    x2 = torch.zeros(2)
-    torch.compile(uses_fix, backend="inductor")(x2)   # ...and a new torch.compile
-    after = labkit._torch_internals.cache_counters()
-hits = {k: after[k] - before[k] for k in after if k.endswith("hit")}
-print("after the bug:", x1.tolist(), "| after the fix:", x2.tolist(), "| cache hits:", hits)
-
-# %%
-assert x1.tolist() == [0.0, 0.0]       # expected: the pure declaration let the call be removed
-assert x2.tolist() == [0.0, 0.0] and hits == {"fxgraph_hit": 1, "aot_hit": 1}, (
-    "The fixed declaration no longer gets the stale artifact: torch may have fixed #187319 "
-    f"(torch {torch.__version__}). This lesson needs updating.")
-print(f"Observed on torch {torch.__version__}: the fix compiled to the artifact of the bug.")
-
-# %% [markdown]
-# The fix did nothing: the second compile was served from the caches, and the artifact built for the
-# pure declaration — with the call removed — ran again. The same happens **across processes** that share a
-# cache directory (the normal case: the default directory is per user). `labkit.cache_demo` runs one
-# process per declaration; each prints what it saw:
-
-# %%
-import shutil
-import tempfile
-
-shared_dir = tempfile.mkdtemp(prefix="nb03-cache-")
-try:
-    bug = labkit.cache_demo.run_in_subprocess("pure", "default", shared_dir)
-    fixed = labkit.cache_demo.run_in_subprocess("mutating", "default", shared_dir)
-    fresh = labkit.cache_demo.run_in_subprocess("mutating", "default", tempfile.mkdtemp(dir=shared_dir))
-finally:
-    shutil.rmtree(shared_dir, ignore_errors=True)
-for label, run in (("process 1, pure", bug), ("process 2, mutating, same dir", fixed),
-                   ("process 3, mutating, fresh dir", fresh)):
-    print(f"{label:<32} x after: {run['x_after']}  FX-graph cache hits: {run['cache']['fxgraph_hit']}")
-
-# %%
-assert bug["x_after"] == [0.0] * 4
-assert fixed["x_after"] == [0.0] * 4 and fixed["cache"]["fxgraph_hit"] == 1, (
-    "The second process compiled afresh: torch may have fixed #187319; update this lesson.")
-assert fresh["x_after"] == [1.0] * 4 and fresh["cache"]["fxgraph_hit"] == 0
-
-# %% [markdown]
-# ### Four mitigations, each checked
-#
-# `labkit.naming.run` replays the in-process story (pure first, then mutating) under a cache policy, in
-# a fresh cache directory, and reports each step:
-
-# %%
-mitigations = {
-    "distinct names":               labkit.naming.run("distinct names", labkit.naming.ORDERS[0], "default"),
-    "caches disabled":              labkit.naming.run("one shared name", labkit.naming.ORDERS[0], "disabled"),
-    "schema fingerprint in the key": labkit.naming.run("one shared name", labkit.naming.ORDERS[0], "fingerprinted"),
-}
-for label, result in mitigations.items():
-    fixed_step = result.steps[1]
-    print(f"{label:<30} x after the fix: {fixed_step.x_after}  cache hits: {fixed_step.cache_hits}")
-print(f"{'a fresh cache dir (process 3)':<30} x after the fix: {fresh['x_after'][:2]}  cache hits: 0")
-
-# %%
-assert all(r.steps[1].correct and not r.steps[1].stale for r in mitigations.values())
-
-# %% [markdown]
-# - **Distinct names** (`mylib::foo_v2`) change the graph text, so the key.
-# - **Disabling the caches** (`torch.compiler.config.force_disable_caches = True`, or the environment variable
-#   `TORCHINDUCTOR_FORCE_DISABLE_CACHES=1`) always works and costs compile time.
-# - **A fresh cache directory** (`TORCHINDUCTOR_CACHE_DIR`) works across processes, not within one.
-# - **A fingerprint of the declarations in `torch.compiler.config.cache_key_tag`** keeps the caches on and
-#   correct: a changed declaration is a new key, an unchanged one still hits. This is what labkit does by
-#   default (`labkit.cache.set_policy("fingerprinted")`); it is hooked to every Dynamo compile.
-#
-# ## 5. Myth vs fact
-#
-# | Claim in circulation | Verdict here |
-# |---|---|
-# | "Same-named ops with different `mutates_args` confuse **Dynamo's aliasing analysis**." | **Misleading.** The *symptom* is real (section 4), but the cause is the **compile caches**, keyed on graph text. Dynamo does no aliasing analysis of custom ops; AOTAutograd reads the *current* schema — and is skipped when the cache hits. |
-# | "Re-running the cell that declares an op gives an error." | **False** for `custom_op`: silently replaced (section 3). **True** for `Library.define`. |
-# | "`torch._dynamo.reset()` clears everything compiled." | **False:** it clears in-memory state; the on-disk caches still answer (section 4). |
-#
-# The cell below checks the row that is easiest to get wrong: with the caches off, the same two declarations
-# compile correctly — so the confusion lives in the caches, not in tracing.
-
-# %%
-assert mitigations["caches disabled"].steps[1].correct
-assert mitigations["caches disabled"].steps[1].schema_now == "naming::op(Tensor(a0!) x) -> ()"
-
-# %% [markdown]
-# ## 6. The naming widget
-#
-# Choose how the two declarations are named (one shared name, distinct names, or a name you type), their
-# order, and the cache policy. The table shows what each Python handle reports, how often the kernel ran,
-# the value of `x`, and whether the caches answered. A name you type is checked first — nothing you type is
-# ever evaluated — and the widget frees the names it used, so nothing leaks into the rest of the notebook.
-
-# %%
-naming_lab = labkit.widgets.NamingLab(namespace="nb03w")
-naming_lab
-
-# %%
-naming_lab.set(scheme="a name I type", typed_name="aten::add")
-print(naming_lab.outcome.problem)
-naming_lab.set(typed_name="mine::op", policy="fingerprinted")
-print(labkit.widgets.naming_story(naming_lab.outcome))
-
-# %%
-assert "belongs to torch itself" in naming_lab.set(typed_name="aten::add").outcome.problem
-assert naming_lab.set(typed_name="mine::op", policy="fingerprinted").outcome.steps[1].correct
-
-# %% [markdown]
-# ## Exercise 1: does an isolated cache help inside one process?
-#
-# The `"isolated"` policy gives the process its own fresh cache directory. With **one shared name**, pure
-# first, does the fixed declaration compile correctly under it? Answer `True` or `False`.
-
-# %%
-isolated_is_enough = ...
-
-# %%
-isolated = labkit.naming.run("one shared name", labkit.naming.ORDERS[0], "isolated")
-if labkit.exercises.answered(isolated_is_enough):
-    labkit.exercises.check(isolated_is_enough == isolated.steps[1].correct,
-                           "right: the second compile hits the artifact the first one wrote, in the same directory.",
-                           "Try it in the widget: names 'one shared name', cache 'isolated'.")
+x_eager, x_compiled = torch.zeros(5), torch.zeros(5)
+two_bumps(x_eager)
+torch.compile(two_bumps)(x_compiled)
+if labkit.exercises.answered(my_x_after):
+    labkit.exercises.check([float(v) for v in my_x_after] == x_compiled.tolist() == x_eager.tolist(),
+                           "right: both writes land in x, the shared element twice, as in eager.",
+                           "Each view shares storage with x; which elements does each bump touch?")
 
 # %% solution
-# Solution: isolation protects one process from another, not a process from itself.
-assert isolated.steps[1].stale and not isolated.steps[1].correct
-assert labkit.exercises.check(True, "isolated_is_enough = False", "")
+# Solution: x[1:3] and x[2:4] overlap at index 2, so it is bumped twice. Functionalization tracks both
+# views through the same base, so compiled equals eager.
+assert x_compiled.tolist() == x_eager.tolist() == [0.0, 1.0, 2.0, 1.0, 0.0]
+print("solution checked")
 
 # %% [markdown]
-# ## Exercise 2: keep the caches, lose the bug
+# ## In your own project
 #
-# Pick the cache policy (one of `labkit.cache.POLICIES`) that keeps the compile caches **on** and still
-# compiles the fixed declaration correctly with one shared name.
+# The AOTAutograd graph above came from labkit's recording backend. torch prints it itself:
+# `TORCH_LOGS="aot_graphs" python my_script.py` from a shell, or `torch._logging.set_logs(aot_graphs=True)`
+# in a notebook (its handlers write to stderr, which this cell captures to assert on). Here with a plain
+# `custom_op`:
 
 # %%
-my_policy = ...
+@torch.library.custom_op("nb03::raw_bump", mutates_args={"x"})
+def raw_bump(x: torch.Tensor) -> None:
+    x.add_(1)
+
+
+def raw_bump_middle(x):
+    raw_bump(x[1:3])
+    return x * 2
+
+
+log = io.StringIO()
+with contextlib.redirect_stderr(log):
+    torch._logging.set_logs(aot_graphs=True)
+    try:
+        torch.compiler.reset()
+        torch.compile(raw_bump_middle, backend="aot_eager")(torch.zeros(5))
+    finally:
+        torch._logging.set_logs()
+torch._logging.set_logs()                  # torch's handlers write to the real stderr again
+aot_lines = [line.split("[__aot_graphs]", 1)[1].strip() for line in log.getvalue().splitlines()
+             if "[__aot_graphs]" in line and "torch.ops." in line]
+print("\n".join(aot_lines))
 
 # %%
-if labkit.exercises.answered(my_policy):
-    if my_policy not in labkit.cache.POLICIES:
-        labkit.exercises.check(False, "", f"pick one of {labkit.cache.POLICIES}")
-    else:
-        mine = labkit.naming.run("one shared name", labkit.naming.ORDERS[0], my_policy)
-        labkit.exercises.check(mine.steps[1].correct and my_policy != "disabled",
-                               "correct, and the caches stay on.",
-                               "that policy either goes stale or turns the caches off.")
-
-# %% solution
-# Solution: the fingerprint changes the key exactly when a declaration changes.
-assert labkit.exercises.check(mitigations["schema fingerprint in the key"].steps[1].correct,
-                              'my_policy = "fingerprinted"', "")
+assert any("nb03.raw_bump.default" in line and "_x_slice_start = 1, _x_slice_end = 3" in line for line in aot_lines)
+assert any("torch.ops.aten.copy_.default(arg0_1" in line for line in aot_lines)
 
 # %% [markdown]
 # ## What to remember
 #
-# - A mutating op on a view is functionalized through its **base** and written back; Inductor re-inplaces it.
+# - A mutating op on a view is functionalized through its **base** (`_x_base_index`, `_x_slice_…`) and
+#   written back with `copy_`; Inductor re-inplaces it onto a view of your tensor.
 # - Custom-op outputs may not alias inputs: `custom_op` refuses in eager; for `Library.define` ops
-#   AOTAutograd warns, or raises when `CI` is set.
-# - An op's qualified name is its identity. `custom_op` replaces a name silently; old handles lie about the
-#   schema and must not be called (a dangling handle). `Library.define` refuses duplicates; `_scoped_library` frees names.
-# - **#187319:** the compile caches key on graph text, not on schemas. After changing a declaration, give the
-#   op a new name, disable the caches, or put a fingerprint of the declarations in
-#   `torch.compiler.config.cache_key_tag` (labkit's default). `torch.compiler.reset()` is not enough.
+#   AOTAutograd warns, or raises when `CI` is set (`torch._functorch.config.error_on_custom_op_aliasing`).
+# - If an op must return its mutated input, torch ≥ 2.13 has `tags=torch.Tag.inplace` (02); otherwise return
+#   a clone, or nothing.
 #
-# **Next:** 04 · Dead-code elimination and dynamic shapes.
+# ## Questions
+#
+# 1. Why does functionalization record the base and the slice of a view, instead of just the view?
+# 2. Why can a `custom_op` schema not express "this output is a view of `x`", and what does torch do about it?
+# 3. Why does the aliasing check for `Library.define` ops happen at compile time, not on every eager call?
+# 4. In the exercise, why is the shared element bumped twice, compiled as in eager?
+#
+# ## Further reading
+#
+# - [`torch.library.custom_op`](https://docs.pytorch.org/docs/stable/library.html) — the rules on mutated
+#   arguments and returned tensors
+# - [The Custom Operators Manual](https://docs.google.com/document/d/1_W62p8WJOQQUzPsJYa7s701JXt0qf2OfLub2sbkHOaU)
+# - PyTorch tutorial, [Custom operators landing page](https://pytorch.org/tutorials/advanced/custom_ops_landing_page.html)
+#
+# **Next:** 04 · Names and compile caches.
