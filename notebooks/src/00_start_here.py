@@ -50,7 +50,9 @@
 
 # %%
 # NBVAL_IGNORE_OUTPUT
+import contextlib
 import inspect
+import io
 
 import torch
 
@@ -266,9 +268,6 @@ answer_ok = check_fill(my_mutates_args)
 # Solution (click to expand): the kernel writes `scratch`, and only `scratch`, so that is what is declared.
 # ("x",) is refused: opcheck's test_schema sees scratch written without a declaration. Compiled and
 # eager may still agree for it, since nothing in use_scratch is dead code: agreement alone proves little.
-import contextlib
-import io
-
 with contextlib.redirect_stdout(io.StringIO()):
     assert check_fill(("scratch",))
     assert not check_fill(("x",)) and not check_fill(("x", "scratch"))

@@ -5,7 +5,8 @@
 # - how a mutating op applied to a *view* of an input is functionalized through its base and written back;
 # - how Inductor then runs the op directly on a view of your tensor;
 # - why a custom op's outputs may not alias its inputs, and where torch enforces it (eager for
-#   `custom_op`, at compile time — warning or error — for lower-level registrations).
+#   `custom_op`, at compile time — warning or error — for lower-level registrations);
+# - why the popular `x.add_(1); return x` is not a valid mutating custom op, and the three forms that are.
 #
 # **Time:** about 20 minutes. **Before:** 02 · `mutates_args`.
 #
@@ -126,6 +127,54 @@ assert outcomes == {False: "warned", True: "raised"}
 if "TORCHINDUCTOR_ERROR_ON_CUSTOM_OP_ALIASING" not in os.environ:   # torch's default follows CI
     assert torch._functorch.config.error_on_custom_op_aliasing == bool(os.getenv("CI"))
 lib._destroy()
+
+# %% [markdown]
+# ## 3. A claim in circulation: "`x.add_(1); return x` is a valid mutating custom op"
+#
+# Blog posts show this pattern. Run it:
+
+# %%
+@torch.library.custom_op("nb03::seed", mutates_args={"x"})
+def seed(x: torch.Tensor) -> torch.Tensor:
+    x.add_(1)
+    return x
+
+@seed.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+try:
+    seed(torch.ones(2))
+    seed_error = None
+except RuntimeError as error:
+    seed_error = labkit.stages.as_torch_error(error, "eager")   # torch's message, as data
+print(seed_error.message.split(" The most common way")[0])
+
+# %%
+assert seed_error is not None and "must not also be an input to this custom operator" in seed_error.message
+
+# %% [markdown]
+# It fails **in eager**, before any compiler is involved. The legal ways to write it:
+#
+# 1. return nothing: `-> None` with `mutates_args={"x"}` (02);
+# 2. return a *new* tensor, e.g. `x.clone()` after the update;
+# 3. on torch ≥ 2.13, return `x` itself with `tags=torch.Tag.inplace` (02).
+#
+# Form 2, run and compared:
+
+# %%
+@torch.library.custom_op("nb03::seed_fixed", mutates_args={"x"})
+def seed_fixed(x: torch.Tensor) -> torch.Tensor:
+    x.add_(1)
+    return x.clone()
+
+@seed_fixed.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+fixed_report = labkit.compile_and_compare(lambda x: seed_fixed(x) * 2, torch.ones(2), backend="inductor")
+print(fixed_report.verdict)
+assert fixed_report.verdict.agree
 
 # %% [markdown]
 # ## Exercise: two overlapping views

@@ -325,16 +325,6 @@ assert mitigations["caches disabled"].steps[1].schema_now == "naming::op(Tensor(
 naming_lab = labkit.widgets.NamingLab(namespace="nb04w")
 naming_lab
 
-# %%
-naming_lab.set(scheme="a name I type", typed_name="aten::add")
-print(naming_lab.outcome.problem)
-naming_lab.set(typed_name="mine::op", policy="fingerprinted")
-print(labkit.widgets.naming_story(naming_lab.outcome))
-
-# %%
-assert "belongs to torch itself" in naming_lab.set(typed_name="aten::add").outcome.problem
-assert naming_lab.set(typed_name="mine::op", policy="fingerprinted").outcome.steps[1].correct
-
 # %% [markdown]
 # ## Exercise 1: does a cache directory of its own help inside one process?
 #
