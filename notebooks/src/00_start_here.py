@@ -10,7 +10,7 @@
 #   from `torch.compile`'s;
 # - how to see the same thing in your own project with torch's own tools (`TORCH_LOGS`, `opcheck`).
 #
-# **Time:** about 15 minutes. **Needs:** nothing but this notebook; runs on the CPU, uses a GPU if you have one.
+# **Time:** about 20 minutes. **Needs:** nothing but this notebook; runs on the CPU, uses a GPU if you have one.
 #
 # **The rule of this lab:** every statement about torch's behaviour is shown by a cell that runs real
 # `torch.compile` and *asserts* the result. If a torch release changes the behaviour, the cell fails
@@ -21,10 +21,10 @@
 #
 # | Notebook | Idea | Time |
 # |---|---|---|
-# | **00 · Start here** (this one) | environment check, a first silent bug, what labkit changes | 15 min |
-# | 01 · Custom ops and the compile pipeline | `custom_op`, fake kernels, `opcheck`; Dynamo → AOTAutograd → Inductor; `TORCH_LOGS` and `tlparse` | 30 min |
+# | **00 · Start here** (this one) | environment check, a first silent bug, what labkit changes | 20 min |
+# | 01 · Custom ops and the compile pipeline | `custom_op`, fake kernels, `opcheck`; Dynamo → AOTAutograd → Inductor; `TORCH_TRACE` and `tlparse` | 30 min |
 # | 02 · `mutates_args` | what the declaration changes, and what each wrong declaration does | 30 min |
-# | 03 · Aliasing and views | a mutating op on a view; why outputs may not alias inputs | 20 min |
+# | 03 · Aliasing and views | a mutating op on a view; why outputs may not alias inputs; `x.add_(1); return x` | 20 min |
 # | 04 · Names and compile caches | an op's name is its identity; stale compile caches (#187319) and how to key them | 30 min |
 # | 05 · Dead-code elimination and dynamic shapes | who removes an op, what keeps it alive, static vs dynamic | 30 min |
 # | 06 · Field guide | a checklist that runs, myths vs facts, a capstone | 30 min |
@@ -89,7 +89,7 @@ def defaults(fn, names):
 knobs = ("backend", "dynamic", "fullgraph")
 print("torch.compile:           ", defaults(torch.compile, knobs))
 print("labkit.compile_and_compare:", defaults(labkit.compile_and_compare, knobs))
-print("cache_key_tag now:        ", repr(torch.compiler.config.cache_key_tag[:24] + "…"))
+print("labkit's hash in torch.compiler.config.cache_key_tag:", labkit.cache.TAG_PREFIX in torch.compiler.config.cache_key_tag)
 
 # %%
 torch_defaults = defaults(torch.compile, knobs)
