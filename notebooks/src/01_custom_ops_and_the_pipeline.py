@@ -6,7 +6,8 @@
 # - why the compiler needs a *fake kernel*, and the exact error you get without one — including
 #   for an op that returns nothing;
 # - the mental model the rest of the lab uses: **Dynamo graph → AOTAutograd graph → Inductor code**,
-#   shown on one small model whose custom op you can follow through every stage.
+#   shown on one small model whose custom op you can follow through every stage;
+# - how to see those stages in your own project: `TORCH_TRACE` and the `tlparse` report.
 #
 # **Time:** about 30 minutes. **Before:** 00 · Start here.
 #
@@ -14,6 +15,9 @@
 
 # %%
 # NBVAL_IGNORE_OUTPUT
+import contextlib
+import io
+
 import torch
 
 import labkit
@@ -49,22 +53,28 @@ assert torch.equal(torch.ops.nb01.scale(torch.ones(2), 3.0), torch.full((2,), 3.
 
 # %% [markdown]
 # The function under `register_fake` is the **fake kernel**. We will see in a moment what it is
-# for. First, torch's own checker: `torch.library.opcheck` runs a set of tests on sample inputs.
-# `labkit.checks.opcheck` runs each test separately and returns the outcome as a table:
+# for. First, torch's own checker: `torch.library.opcheck` runs a set of tests on sample inputs and
+# raises at the first failure; with `raise_exception=False` it returns each test's result instead:
 
 # %%
-labkit.checks.opcheck(scale, (torch.randn(3), 2.0))
+torch.library.opcheck(scale, (torch.randn(3), 2.0), raise_exception=False)
 
 # %%
-assert set(labkit.checks.opcheck(scale, (torch.randn(3), 2.0)).values()) == {"ok"}
+assert set(torch.library.opcheck(scale, (torch.randn(3), 2.0), raise_exception=False).values()) == {"SUCCESS"}
+
+# %% [markdown]
+# The lab's notebooks use `labkit.checks.opcheck`, the same call made once per test, which keeps torch's
+# reason for each failure as a short sentence.
 
 # %% [markdown]
 # ## 2. Why the compiler needs a fake kernel
 #
 # `torch.compile` does not run your model to find out what it does: it *traces* it with
-# **fake tensors**, which carry a shape, a dtype and a device but no data. A built-in op knows how to
-# compute the output shape from fake inputs. Your op's Python body does not — it would try to read
-# the data. The fake kernel answers "what would the output look like?" Let's watch it being called:
+# **fake tensors**, which carry a shape, a dtype and a device but no data. A built-in op comes with a
+# rule that computes its output's shape from fake inputs. A `custom_op` is opaque **by design**: torch
+# never runs your Python body while tracing — not even when the body is plain torch code that would work
+# on fake tensors (as `scale`'s `x * factor` would). The fake kernel is the rule you supply: it answers
+# "what would the output look like?" Let's watch it being called:
 
 # %%
 seen_by_fake = []
@@ -86,14 +96,25 @@ seen_by_fake
 
 # %%
 assert seen_by_fake and set(seen_by_fake) == {"FakeTensor"}
+if torch.__version__.startswith("2.13."):
+    assert len(seen_by_fake) == 3        # Dynamo once; AOTAutograd twice (collect metadata, then trace)
 
 # %% [markdown]
-# Now remove the fake kernel. Eagerly the op still works; compiled, tracing stops.
+# Three calls on torch 2.13: Dynamo calls the fake kernel once while it records the graph; AOTAutograd
+# twice — once to learn what the graph outputs and mutates, once to trace the functional graph.
+
+# %% [markdown]
+# Now an op without a fake kernel, whose body is plain torch code. Eagerly it works; compiled, tracing
+# stops — torch does not fall back to running the body on fake tensors.
 # `labkit.compile_and_compare` catches what torch raises and hands it back as data (`report.error`),
 # with torch's own message:
 
 # %%
-no_fake = labkit.declare(name="nb01::no_fake", returns="fresh", fake=False)
+@torch.library.custom_op("nb01::no_fake", mutates_args=())
+def no_fake(x: torch.Tensor) -> torch.Tensor:
+    return x * 2                     # would work on fake tensors; torch does not try
+
+
 report = labkit.compile_and_compare(lambda x: no_fake(x) + 1, torch.ones(2), backend="aot_eager")
 print(report.error)
 
@@ -106,6 +127,10 @@ assert report.error.message.startswith("There was no fake impl registered for <C
 # **A surprise:** an op that returns *nothing* and mutates nothing needs a fake kernel too
 # (observed on torch 2.13). Ops that return nothing but *do* mutate an argument get one
 # automatically — their output shape is known: there is none, and the mutated tensor keeps its shape.
+# torch's source (`can_generate_trivial_fake_impl` in `torch/_library/utils.py`) explains the first case:
+# "It's suspicious if the op is not mutable but returns nothing, so we return False out of an abundance
+# of caution." (These two ops use `labkit.declare`, the lab's short spelling of `custom_op`; `fake=False`
+# registers no fake kernel.)
 
 # %%
 returns_nothing = labkit.declare(name="nb01::log_only", returns="none", fake=False)
@@ -143,8 +168,9 @@ print(report.verdict)
 # %% [markdown]
 # ### Stage 1 — Dynamo: your Python, as a graph
 #
-# Dynamo runs your Python bytecode and records every tensor operation into an FX graph. It keeps
-# the model's structure: the `linear` module call, our op by its name, `relu`.
+# Dynamo runs your Python bytecode and records every tensor operation into an FX graph. It *inlines* the
+# module: the graph calls `torch._C._nn.linear` with the layer's weight and bias lifted to graph inputs
+# (the long `l_self_modules_linear_parameters_…` names), then our op by its name, then `relu`.
 
 # %%
 print(labkit.render.stage_code(report)["dynamo"])
@@ -152,8 +178,8 @@ print(labkit.render.stage_code(report)["dynamo"])
 # %% [markdown]
 # ### Stage 2 — AOTAutograd: functional ATen ops
 #
-# AOTAutograd lowers the graph to ATen, torch's core operator set (`linear` becomes a
-# transpose and an `addmm`), makes it purely functional (no in-place updates — more on that in 02), and
+# AOTAutograd lowers the graph to ATen, torch's core operator set (`linear` becomes a `permute` — the
+# transpose of the weight — and an `addmm`), makes it purely functional (no in-place updates — more on that in 02), and
 # removes unused code. The custom op stays **one opaque node**: AOTAutograd cannot look inside it.
 
 # %%
@@ -173,6 +199,8 @@ print(labkit.render.stage_code(report)["inductor"])
 # %%
 dynamo, aot = report.dynamo_graphs[0], report.aot_graphs[0]
 assert dynamo.has("nb01::scale") and aot.has("nb01::scale")
+dynamo_code = labkit.render.stage_code(report)["dynamo"]
+assert "torch._C._nn.linear(" in dynamo_code and "parameters_weight" in dynamo_code   # inlined, weights lifted
 assert any(n.target == "addmm.default" for n in aot.nodes)
 assert any(n.target in ("t.default", "permute.default") for n in aot.nodes)
 calls = labkit.render.inductor_kernel_calls(report.inductor_code[0])
@@ -188,30 +216,31 @@ print("Inductor launches:", calls)
 fig = labkit.render.draw_stages(report, "nb01::scale")
 
 # %% [markdown]
-# ## Exercise 1: where does an unused op disappear?
+# ## Exercise 1: predict where an op disappears
 #
-# `unused` calls `scale` and throws the result away. Which stage is the **first** whose output no
-# longer contains the op: `"dynamo"`, `"aot"` or `"inductor"`? Replace the `...` and run.
+# `shape_only` calls `scale` and uses its result — but only the result's **shape**, to size a tensor of
+# zeros. Predict which stage is the **first** whose output no longer contains the op: `"dynamo"`,
+# `"aot"`, `"inductor"`, or `"none"` if the op survives and runs. Replace the `...` and run.
+# (*Think:* where does the compiler get the shape from?)
 
 # %%
 first_stage_without_op = ...
 
 # %%
-def unused(x):
-    scale(x, 2.0)
-    return x + 1
+def shape_only(x):
+    return x.new_zeros(scale(x, 2.0).shape)
 
-fates = labkit.compile_and_compare(unused, torch.ones(3), backend="inductor").fate("nb01::scale")
-truth = next(stage for stage in ("dynamo", "aot", "inductor") if fates[stage] is False)
+fates = labkit.compile_and_compare(shape_only, torch.ones(3), backend="inductor").fate("nb01::scale")
+truth = next((stage for stage in ("dynamo", "aot", "inductor") if fates[stage] is False), "none")
 if labkit.exercises.answered(first_stage_without_op):
     labkit.exercises.check(first_stage_without_op == truth, f"it is gone from the {truth} stage on.",
-                           "Look at report.fate('nb01::scale') — or at the picture above — for each stage.")
+                           "Look at the fate of nb01::scale: labkit.draw_fate(report, 'nb01::scale').")
 
 # %% solution
-# Solution: Dynamo records every call; AOTAutograd's dead-code elimination removes unused pure ops.
-assert truth == "aot"
-assert labkit.exercises.check(fates == {"dynamo": True, "aot": False, "inductor": False, "ran": False},
-                              "the op is removed by AOTAutograd and never runs.", "")
+# Solution: the fake kernel gives the shape at compile time, so the op's data is used by nothing. Dynamo
+# still records the call; AOTAutograd's dead-code elimination removes it; the kernel never runs.
+assert truth == "aot" and fates == {"dynamo": True, "aot": False, "inductor": False, "ran": False}
+print("solution checked")
 
 # %% [markdown]
 # ## Exercise 2: write a fake kernel
@@ -250,17 +279,118 @@ def solution_row_sums_fake(x):
     return x.new_empty(x.shape[0])
 
 
-assert check_row_sums_fake(solution_row_sums_fake)
+with contextlib.redirect_stdout(io.StringIO()):
+    assert check_row_sums_fake(solution_row_sums_fake)
+print("solution checked")
 
 # %% [markdown]
+# ## In your own project: `TORCH_TRACE` and `tlparse`
+#
+# Everything above came from labkit's recording backend. torch records the same stages itself: run your
+# program with the environment variable `TORCH_TRACE` set to a folder, and torch writes a structured log
+# of every compile there. `tlparse` (a separate tool: `pip install tlparse`) turns that log into an HTML
+# report — for each compile, the Dynamo graph, the AOTAutograd graph, Inductor's code, cache hits and
+# misses, graph breaks. torch reads `TORCH_TRACE` when it starts, so the cell runs a small program in a
+# new process (on Colab, the cell installs `tlparse` first):
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+
+program = """
+import torch
+
+@torch.library.custom_op("traced::scale", mutates_args=())
+def scale(x: torch.Tensor, factor: float) -> torch.Tensor:
+    return x * factor
+
+@scale.register_fake
+def _(x, factor):
+    return torch.empty_like(x)
+
+linear = torch.nn.Linear(4, 4).eval().requires_grad_(False)
+torch.compile(lambda x: torch.relu(scale(linear(x), 2.0)))(torch.randn(2, 4))
+"""
+work = pathlib.Path(tempfile.mkdtemp(prefix="nb01-trace-"))
+(work / "program.py").write_text(program)
+env = dict(os.environ, TORCH_TRACE=str(work / "trace"), TORCHINDUCTOR_CACHE_DIR=str(work / "cache"))
+subprocess.run([sys.executable, str(work / "program.py")], env=env, check=True, capture_output=True)
+tlparse = shutil.which("tlparse") or str(pathlib.Path(sys.executable).with_name("tlparse"))
+if not pathlib.Path(tlparse).exists() and "google.colab" in sys.modules:   # Colab: not preinstalled
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "tlparse"], check=True)
+    tlparse = shutil.which("tlparse") or tlparse
+(trace_log,) = (work / "trace").glob("*.log")
+subprocess.run([tlparse, str(trace_log), "-o", str(work / "report"), "--no-browser", "--overwrite"],
+               check=True, capture_output=True)
+print("open this in a browser:", work / "report" / "index.html")
+
+# %% [markdown]
+# The report's index lists, per compile (`[0/0]` is frame 0, its first compile), the artifacts torch wrote.
+# Its machine-readable twin, `compile_directory.json`, lists the same entries:
+
+# %%
+import json
+import re
+
+directory = json.loads((work / "report" / "compile_directory.json").read_text())
+entries = [artifact["name"] for artifact in directory["[0/0]"]["artifacts"]]
+print("\n".join(re.sub(r"_[a-z0-9]{40,}_", "_…_", name) for name in entries))   # … a content hash
+
+# %%
+def entry(prefix):
+    return next(name for name in entries if name.startswith(prefix))
+
+index = (work / "report" / "index.html").read_text()
+assert all(any(n.startswith(p) for n in entries) for p in ("dynamo_output_graph", "aot_inference_graph",
+                                                          "inductor_output_code", "fx_graph_cache_miss"))
+assert all(entry(p) in index for p in ("dynamo_output_graph", "aot_inference_graph", "inductor_output_code"))
+
+# %% [markdown]
+# Each entry is a file next to the index. The AOTAutograd graph, as torch wrote it — with our op:
+
+# %%
+aot_file = next((work / "report").glob(f"*/{entry('aot_inference_graph')}"))
+aot_text = aot_file.read_text()
+print(aot_text.replace(str(work), "…"))     # the temporary folder's name changes each run
+
+# %%
+assert "torch.ops.traced.scale.default" in aot_text and "torch.ops.aten.addmm.default" in aot_text
+
+# %% [markdown]
+# For a quick look without a report, `TORCH_LOGS="graph_code,aot_graphs,output_code"` prints the same
+# graphs to stderr (notebooks 00 and 02 use it).
+#
 # ## What to remember
 #
 # - `torch.library.custom_op("ns::name", mutates_args=...)` registers an op the compiler treats as one
-#   opaque step; `opcheck` tests the registration.
-# - The compiler traces with **fake tensors**. An op that returns a tensor — or returns nothing without
-#   mutating anything — needs `register_fake`; without it, compiling fails with
-#   "There was no fake impl registered…".
-# - Dynamo records your Python as a graph; AOTAutograd lowers it to functional ATen ops and removes dead
-#   code; Inductor generates code and calls your op as a fallback. A custom op stays one node throughout.
+#   opaque step; `torch.library.opcheck` tests the registration.
+# - The compiler traces with **fake tensors** and never runs a custom op's body while tracing. An op that
+#   returns a tensor — or returns nothing without mutating anything — needs `register_fake`; without it,
+#   compiling fails with "There was no fake impl registered…".
+# - Dynamo records your Python as a graph (inlining modules); AOTAutograd lowers it to functional ATen ops
+#   and removes dead code; Inductor generates code and calls your op as a fallback. A custom op stays
+#   opaque throughout (a mutating one is wrapped in `auto_functionalized_v2`: 02).
+# - `TORCH_TRACE` + `tlparse` show every stage of every compile in your own program.
+#
+# ## Questions
+#
+# 1. Why does torch need a fake kernel even when the op's body is ordinary torch code?
+# 2. Why is the fake kernel called more than once for a single compile?
+# 3. Why can Inductor fuse the ReLU into a generated kernel but not into the custom op?
+# 4. In Exercise 1, why is an op whose result is used (for its shape) still removed?
+#
+# ## Further reading
+#
+# - PyTorch tutorial, [Custom operators landing page](https://pytorch.org/tutorials/advanced/custom_ops_landing_page.html)
+# - [`torch.library` reference](https://docs.pytorch.org/docs/stable/library.html) (`custom_op`, `register_fake`, `opcheck`)
+# - [The Custom Operators Manual](https://docs.google.com/document/d/1_W62p8WJOQQUzPsJYa7s701JXt0qf2OfLub2sbkHOaU)
+# - [`tlparse`](https://github.com/pytorch/tlparse) and the
+#   [`torch.compile` troubleshooting guide](https://docs.pytorch.org/docs/stable/torch.compiler_troubleshooting.html)
+#   (`TORCH_TRACE`, `TORCH_LOGS`)
 #
 # **Next:** 02 · `mutates_args`: what the declaration changes in those graphs.

@@ -5,8 +5,9 @@
 # - what declaring a mutation changes: the schema (`Tensor(a0!) x`), the functionalized
 #   AOTAutograd graph (`auto_functionalized_v2` + `copy_`), and Inductor's re-inplacing;
 # - `mutates_args="unknown"`, and the `tags=torch.Tag.inplace` form new in torch 2.13;
-# - what each *wrong* declaration does — silently wrong, an error, or correct but not free;
-# - which `opcheck` test catches which mistake, and which mistakes nothing catches;
+# - what each *wrong* declaration does — silently wrong, an error, or correct but not free — including an
+#   undeclared write whose result *is* used, which Inductor's fusion turns into a wrong answer;
+# - which `opcheck` test catches which mistake, and which mistakes `opcheck` does not catch;
 # - to explore all of it live with the **declaration widget**.
 #
 # **Time:** about 30 minutes. **Before:** 01 · Custom ops and the compile pipeline.
@@ -15,6 +16,9 @@
 
 # %%
 # NBVAL_IGNORE_OUTPUT
+import contextlib
+import io
+
 import torch
 
 import labkit
@@ -50,8 +54,8 @@ assert bump.schema == "nb02::bump(Tensor(a0!) x) -> ()"
 #
 # ### AOTAutograd: functionalization
 #
-# AOTAutograd rewrites the graph so that no op mutates anything — that makes reordering and
-# fusion safe. A mutating custom op becomes `auto_functionalized_v2(op, …)`, which *returns* the new
+# AOTAutograd rewrites the graph so that no op mutates anything — so that later passes may reorder and
+# fuse operations freely (section 2 shows what that freedom does to a mutation nobody declared). A mutating custom op becomes `auto_functionalized_v2(op, …)`, which *returns* the new
 # value of `x` instead of writing it; at the very end, `copy_` writes it back into your input.
 
 # %%
@@ -90,7 +94,7 @@ assert report.verdict.agree and report.compiled_calls["nb02::bump"] == 1
 # ### `mutates_args="unknown"`
 #
 # When you cannot say which arguments an op writes, `"unknown"` declares *all* of them mutable.
-# Always correct, never precise:
+# Correct for any kernel, but it pays the price of over-declaring (section 2) for every argument:
 
 # %%
 both = labkit.declare(name="nb02::maybe", args=("x", "y"), writes=("x",), mutates_args="unknown",
@@ -103,6 +107,25 @@ print(unknown_report.verdict)
 # %%
 assert both.schema == "nb02::maybe(Tensor(a0!) x, Tensor(a1!) y) -> ()"
 assert unknown_report.verdict.agree
+
+# %% [markdown]
+# One more price: an op that mutates anything — `"unknown"` included — cannot have an autograd formula.
+# torch refuses `register_autograd` on it:
+
+# %%
+@torch.library.custom_op("nb02::unknown_writes", mutates_args="unknown")
+def unknown_writes(x: torch.Tensor) -> torch.Tensor:
+    return x.clone()
+
+try:
+    unknown_writes.register_autograd(lambda ctx, grad: grad)
+    autograd_refusal = None
+except RuntimeError as error:
+    autograd_refusal = str(error)
+print(autograd_refusal)
+
+# %%
+assert autograd_refusal is not None and "non-functional operator" in autograd_refusal
 
 # %% [markdown]
 # ### `tags=torch.Tag.inplace` (torch 2.13 and later)
@@ -118,6 +141,16 @@ if hasattr(torch.Tag, "inplace"):
     inplace_report = labkit.compile_and_compare(lambda x: add_(x) * 2, torch.ones(2), backend="inductor")
     print(add_.schema, "|", inplace_report.verdict)
     assert add_.schema == "nb02::add_(Tensor(a0!) x) -> Tensor(a0!)" and inplace_report.verdict.agree
+    try:                                   # mutating the second argument instead: refused at definition
+        @torch.library.custom_op("nb02::bad_inplace", mutates_args={"y"}, tags=torch.Tag.inplace)
+        def bad_inplace(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+            y.add_(1)
+            return y
+        refusal = None
+    except ValueError as error:
+        refusal = str(error)
+    print(refusal.split(". Got func")[0])
+    assert "requires mutates_args to contain exactly the first positional argument" in refusal
 else:
     print(f"torch {torch.__version__} has no torch.Tag.inplace (it arrived in 2.13): skipped.")
 
@@ -156,7 +189,8 @@ assert outcome(results["returns its input"]) == "error in eager: alias_return"
 assert outcome(results["no fake kernel"]) == "error when compiling: missing_fake"
 
 # %% [markdown]
-# - **Undeclared mutation** — the worst: no error, a different answer (00 showed why: the op is dead code).
+# - **Undeclared mutation** — the worst: no error, a different answer. Here (and in 00) the op returns
+#   nothing, so its call is dead code and is removed. The next subsection shows the other way it goes wrong.
 # - **Returning an input** — torch refuses in eager already, with this message:
 
 # %%
@@ -188,8 +222,81 @@ assert pure_report.verdict.agree and over_report.verdict.agree
 # %% [markdown]
 # The over-declared op runs although its result is never used, and the graph carries the
 # functionalization machinery (`auto_functionalized_v2` and a `copy_` back into `x`) for a write that
-# never happens. Correct, but it costs a kernel call and blocks optimisations.
+# never happens. Correct, but it costs a kernel call that dead-code elimination would otherwise remove.
 #
+# ### Undeclared mutation whose result is used: the compiled code reads the wrong `x`
+#
+# An undeclared write does not need dead code to do harm. This op adds 1 to `x` in place (undeclared) and
+# returns the sum of the new `x`, which the function *uses*; the function also reads `x` **before** the call:
+
+# %%
+@torch.library.custom_op("nb02::bump_and_sum", mutates_args=())     # the lie: it writes x
+def bump_and_sum(x: torch.Tensor) -> torch.Tensor:
+    x.add_(1)
+    return x.sum().reshape(1)
+
+@bump_and_sum.register_fake
+def _(x):
+    return x.new_empty(1)
+
+def read_then_bump(x):
+    before = x * 2                     # x as it was: 1 → 2
+    total = bump_and_sum(x)            # x becomes 2; total = 6
+    return before + total              # eager: 2 + 6 = 8
+
+used = labkit.compile_and_compare(read_then_bump, torch.ones(3), backend="inductor")
+print(used.verdict)
+print(labkit.render.stage_code(used)["inductor"])
+
+# %% [markdown]
+# Inductor believes `x` is only read, so it is free to compute `x * 2` whenever it likes. It fuses it into
+# one generated kernel with the addition (`cpp_fused_add_mul_0`), launched **after** the op: that kernel
+# reads `x` after the write and returns 2·2 + 6 = 10 instead of 8. The call was not removed; it ran, and
+# its undeclared write changed what other code read.
+
+# %%
+def launches(report):
+    return labkit.render.inductor_kernel_calls(report.inductor_code[0])
+
+x_eager, x_compiled = torch.ones(3), torch.ones(3)
+print("eager:", read_then_bump(x_eager).tolist(), "| compiled:", torch.compile(read_then_bump)(x_compiled).tolist())
+
+# %%
+assert read_then_bump(torch.ones(3)).tolist() == [8.0] * 3
+assert torch.compile(read_then_bump)(torch.ones(3)).tolist() == [10.0] * 3       # silently wrong
+assert not used.verdict.outputs_match and used.verdict.inputs_match               # x itself ends right
+assert launches(used) == ["torch.ops.nb02.bump_and_sum.default(…)", "cpp_fused_add_mul_0(…)"]   # op first
+
+# %% [markdown]
+# Declared truthfully (`mutates_args={"x"}`), the same function compiles correctly. Look at what it costs:
+# re-inplacing cannot run the op on your tensor, because `x * 2` still needs the old `x`. Inductor first
+# **clones** `x`, runs the op on the clone, and computes the rest from both:
+
+# %%
+@torch.library.custom_op("nb02::bump_and_sum_declared", mutates_args={"x"})
+def bump_and_sum_declared(x: torch.Tensor) -> torch.Tensor:
+    x.add_(1)
+    return x.sum().reshape(1)
+
+@bump_and_sum_declared.register_fake
+def _(x):
+    return x.new_empty(1)
+
+def read_then_bump_declared(x):
+    before = x * 2
+    total = bump_and_sum_declared(x)
+    return before + total
+
+declared = labkit.compile_and_compare(read_then_bump_declared, torch.ones(3), backend="inductor")
+print(declared.verdict)
+print(launches(declared))
+
+# %%
+assert declared.verdict.agree
+first, op_call = launches(declared)[:2]
+assert "clone" in first and op_call == "torch.ops.nb02.bump_and_sum_declared.default(…)"   # a copy, then the op
+
+# %% [markdown]
 # ## 3. `opcheck` as the guard
 #
 # `torch.library.opcheck` is the tool to run on every custom op you write. Which of its tests catches
@@ -221,7 +328,7 @@ for case, row in table.items():
 # %%
 assert table["undeclared mutation"]["test_schema"] == "FAIL: Argument x is not defined as mutable but was mutated"
 assert [short(v) for v in table["undeclared mutation"].values()] == ["FAIL", "ok", "ok", "ok"]
-assert set(table["over-declared"].values()) == {"ok"}       # nothing catches an over-declaration
+assert set(table["over-declared"].values()) == {"ok"}       # opcheck does not catch an over-declaration
 assert set(table["hidden side effect"].values()) == {"ok"}  # nor a hidden Python side effect
 assert table["no fake kernel"]["test_faketensor"].startswith("FAIL: There was no fake impl")
 assert set(table["correct"].values()) == {"ok"}
@@ -229,58 +336,11 @@ assert set(table["correct"].values()) == {"ok"}
 # %% [markdown]
 # Only `test_schema` catches an undeclared mutation — `test_aot_dispatch_dynamic` compares outputs,
 # not inputs, so it passes. `opcheck` cannot know that a declared mutation never happens, nor that a
-# "pure" op writes to a Python list: those you must get right yourself (04 shows how to keep an op with
-# a real side effect alive).
-#
-# ## 4. A claim in circulation: "`x.add_(1); return x` is a valid mutating custom op"
-#
-# Blog posts show this pattern. Run it:
-
-# %%
-@torch.library.custom_op("nb02::seed", mutates_args={"x"})
-def seed(x: torch.Tensor) -> torch.Tensor:
-    x.add_(1)
-    return x
-
-@seed.register_fake
-def _(x):
-    return torch.empty_like(x)
-
-try:
-    seed(torch.ones(2))
-    seed_error = None
-except RuntimeError as error:
-    seed_error = labkit.stages.as_torch_error(error, "eager")   # torch's message, as data
-print(seed_error.message.split(" The most common way")[0])
-
-# %%
-assert seed_error is not None and "must not also be an input to this custom operator" in seed_error.message
+# "pure" op writes to a Python list: those you must get right yourself (05 shows how to keep an op with
+# a real side effect alive; labkit's `audit`, in 06, also flags over-declarations).
 
 # %% [markdown]
-# It fails **in eager**, before any compiler is involved. The legal ways to write it:
-#
-# 1. return nothing: `-> None` with `mutates_args={"x"}` (section 1);
-# 2. return a *new* tensor, e.g. `x.clone()` after the update;
-# 3. on torch ≥ 2.13, return `x` itself with `tags=torch.Tag.inplace` (section 1).
-#
-# Form 2, run and compared:
-
-# %%
-@torch.library.custom_op("nb02::seed_fixed", mutates_args={"x"})
-def seed_fixed(x: torch.Tensor) -> torch.Tensor:
-    x.add_(1)
-    return x.clone()
-
-@seed_fixed.register_fake
-def _(x):
-    return torch.empty_like(x)
-
-fixed_report = labkit.compile_and_compare(lambda x: seed_fixed(x) * 2, torch.ones(2), backend="inductor")
-print(fixed_report.verdict)
-assert fixed_report.verdict.agree
-
-# %% [markdown]
-# ## 5. The declaration widget
+# ## 4. The declaration widget
 #
 # Pick a declaration, a backend and a dynamic mode; the view shows the schema, the verdict (outputs
 # *and* inputs), the real kernel calls, each stage's graph or code with the op and the mutation
@@ -292,52 +352,49 @@ lab = labkit.widgets.DeclarationLab(namespace="nb02w")
 lab
 
 # %% [markdown]
-# Every widget in this lab can also be driven from Python — handy to script a demo:
-
-# %%
-lab.set(declaration="undeclared mutation", backend="inductor")
-print(lab.schema, "→", lab.report.verdict)
-lab.set(declaration="correct")
-print(lab.schema, "→", lab.report.verdict)
-
-# %%
-lab.set(declaration="undeclared mutation", backend="inductor", dynamic="False")
-assert not lab.report.verdict.agree
-lab.set(declaration="correct")
-assert lab.report.verdict.agree
-
-# %% [markdown]
 # ## Exercise 1: predict, then check
 #
-# For each mistake of section 2, predict on the **aot_eager** backend: `"silently wrong"`, `"error"`
-# or `"correct"`. Fill the dictionary and run; the check compiles each case with the widget's core.
+# Now predict the same experiments on the **`aot_eager`** backend. It stops after AOTAutograd and runs
+# AOTAutograd's graph node by node, in order — no Inductor, no fusion. For each case answer
+# `"silently wrong"`, `"error"` or `"correct"`, then run. (Think about *which stage* did the damage in
+# each case above.)
 
 # %%
 my_predictions = {
-    "undeclared mutation": ...,
+    "undeclared mutation (returns nothing)": ...,
+    "undeclared mutation, result used (read_then_bump)": ...,
     "over-declared": ...,
-    "returns its input": ...,
     "no fake kernel": ...,
 }
 
 # %%
-def actual(declaration):
-    _, report = labkit.experiments.declaration_experiment(declaration, "aot_eager", False, namespace="nb02x")
+def on_aot_eager(case):
+    if case.startswith("undeclared mutation, result used"):
+        return labkit.compile_and_compare(read_then_bump, torch.ones(3), backend="aot_eager")
+    fields = MISTAKES[case.split(" (")[0]]
+    op = labkit.declare(name="nb02::predict", **fields)
+    return labkit.compile_and_compare(lambda x: (lambda out: x * 2 if out is None else x + out)(op(x)),
+                                      torch.ones(3), backend="aot_eager")
+
+def three_ways(report):
     if report.eager_error or report.error:
         return "error"
     return "correct" if report.verdict.agree else "silently wrong"
 
-truth = {d: actual(d) for d in my_predictions}
+truth = {case: three_ways(on_aot_eager(case)) for case in my_predictions}
 if all(labkit.exercises.answered(v) for v in my_predictions.values()):
-    wrong = [d for d in truth if my_predictions[d] != truth[d]]
+    wrong = [case for case in truth if my_predictions[case] != truth[case]]
     labkit.exercises.check(not wrong, "all four predictions hold.",
-                           f"re-think: {', '.join(wrong)} (try them in the widget)")
+                           f"re-think: {'; '.join(wrong)}. Which stage removed or reordered what?")
 
 # %% solution
-# Solution, computed above by the check itself.
-assert truth == {"undeclared mutation": "silently wrong", "over-declared": "correct",
-                 "returns its input": "error", "no fake kernel": "error"}
-assert labkit.exercises.check(True, f"the answers: {truth}", "")
+# Solution. Removal happens in AOTAutograd, so aot_eager is silently wrong too. The reordering that broke
+# read_then_bump was Inductor's fusion: aot_eager runs x * 2 before the op, as written, and happens to be right.
+# An over-declaration is correct on every backend; a missing fake kernel stops any compile.
+assert truth == {"undeclared mutation (returns nothing)": "silently wrong",
+                 "undeclared mutation, result used (read_then_bump)": "correct",
+                 "over-declared": "correct", "no fake kernel": "error"}
+print("solution checked")
 
 # %% [markdown]
 # ## Exercise 2: declare a two-argument op
@@ -367,17 +424,70 @@ answer_ok = check_normalize(my_normalize_mutates)
 
 # %% solution
 # Solution: both arguments are written, so both are declared ("unknown" would also pass, less precisely).
-assert check_normalize(("x", "stats"))
+with contextlib.redirect_stdout(io.StringIO()):
+    assert check_normalize(("x", "stats"))
+print("solution checked")
+
+# %% [markdown]
+# ## In your own project
+#
+# The graphs above came from labkit's recording backend; torch prints the same ones itself. From a shell:
+# `TORCH_LOGS="aot_graphs,output_code" python my_script.py`. In a notebook, `torch._logging.set_logs`
+# does the same; its handlers write to stderr, which the cell captures to assert on. The truthfully
+# declared `raw_bump` of section 1, in plain torch:
+
+# %%
+def raw_step(x):
+    raw_bump(x)
+    return x * 2
+
+log = io.StringIO()
+with contextlib.redirect_stderr(log):
+    torch._logging.set_logs(aot_graphs=True)
+    try:
+        torch.compiler.reset()
+        torch.compile(raw_step, backend="aot_eager")(torch.ones(3))
+    finally:
+        torch._logging.set_logs()
+torch._logging.set_logs()                  # torch's handlers write to the real stderr again
+aot_lines = [line.split("[__aot_graphs]", 1)[1].strip() for line in log.getvalue().splitlines()
+             if "[__aot_graphs]" in line and "torch.ops." in line]
+print("\n".join(aot_lines))
+
+# %%
+assert any("auto_functionalized_v2" in line and "nb02.raw_bump.default" in line for line in aot_lines)
+assert any("torch.ops.aten.copy_.default(arg0_1" in line for line in aot_lines)
 
 # %% [markdown]
 # ## What to remember
 #
 # - `mutates_args` becomes `Tensor(a0!)` in the schema; AOTAutograd functionalizes the call
-#   (`auto_functionalized_v2` + `copy_` back), and Inductor re-inplaces it onto your tensor.
-# - **Undeclared** mutation: silently wrong. **Over-declared**: correct but the op can no longer be removed
-#   and drags functionalization along. **Returning an input**: an eager error (legal only with
-#   `tags=torch.Tag.inplace`, torch ≥ 2.13). **No fake kernel**: a compile error.
-# - Run `torch.library.opcheck`: its `test_schema` catches undeclared mutations. Nothing catches
-#   over-declarations or hidden Python side effects.
+#   (`auto_functionalized_v2` + `copy_` back), and Inductor re-inplaces it onto your tensor — or clones
+#   first when other code still needs the old value.
+# - **Undeclared** mutation: silently wrong, two ways — the call is removed as dead code (result unused), or
+#   other code is reordered or fused across it and reads the wrong value (result used).
+#   **Over-declared**: correct, but the call is kept and drags functionalization along even when unused.
+#   **Returning an input**: an eager error (legal only with `tags=torch.Tag.inplace`, torch ≥ 2.13).
+#   **No fake kernel**: a compile error.
+# - Run `torch.library.opcheck` (00 and 01 call it directly): its `test_schema` catches undeclared
+#   mutations. It does not catch over-declarations or hidden Python side effects.
 #
-# **Next:** 03 · Aliasing and names — and what the compile caches do with a changed declaration.
+# ## Questions
+#
+# 1. Why does AOTAutograd turn a mutating op into a functional `auto_functionalized_v2` node plus a `copy_`?
+# 2. Why was `read_then_bump` right on `aot_eager` and wrong on Inductor, with the same graph?
+# 3. Why did the truthful `bump_and_sum_declared` cost a clone, while `bump` in section 1 did not?
+# 4. Why can `test_aot_dispatch_dynamic` pass for an op that writes an input it did not declare?
+# 5. Why is over-declaring safe but not free?
+#
+# ## Further reading
+#
+# - PyTorch tutorial, [Custom operators landing page](https://pytorch.org/tutorials/advanced/custom_ops_landing_page.html)
+#   (see its page on mutable custom ops)
+# - [`torch.library` reference](https://docs.pytorch.org/docs/stable/library.html) (`custom_op`, `mutates_args`, `opcheck`)
+# - [The Custom Operators Manual](https://docs.google.com/document/d/1_W62p8WJOQQUzPsJYa7s701JXt0qf2OfLub2sbkHOaU)
+# - Re-inplacing of mutating custom ops: [pytorch #120509](https://github.com/pytorch/pytorch/issues/120509)
+#   (the feature request) and [pytorch PR #134409](https://github.com/pytorch/pytorch/pull/134409)
+#   (`auto_functionalized_v2`, designed for better re-inplacing)
+#
+# **Next:** 03 · Aliasing and views.
