@@ -1,16 +1,24 @@
 # %% [markdown]
-# # 04 · Dead-code elimination and dynamic shapes
+# # 05 · Dead-code elimination and dynamic shapes
 #
 # **What you will learn**
-# - *where* `torch.compile` removes unused ops: not in Dynamo, in AOTAutograd, and in Inductor's scheduler;
-# - *what* gets removed — including ops with a Python side effect, ops that write to a dead temporary, and
-#   random ops — and *what survives*: declared mutations of inputs, `has_side_effect`, effects;
-# - static vs dynamic shapes (`dynamic=False/True/None`, `mark_dynamic`), recompiles and symbolic sizes —
-#   and that none of it changes the removal decision;
-# - that `fullgraph=False` does **not** make custom ops run eagerly.
+# - *where* `torch.compile` removes unused ops (AOTAutograd, for every op in this notebook), and *how* it decides:
+#   one question, `node.is_impure()`, asked of each **graph node** — which is not always your op;
+# - what keeps an op alive: the `copy_` back into a mutated input, an effect token, `has_side_effect` — and what
+#   does not: a Python side effect, a write to a dead temporary, a random op (by default);
+# - static vs dynamic shapes (`dynamic=False/True/None`, `mark_dynamic`), recompiles and `recompile_limit`;
+# - when a custom op **does** run eagerly: a data-dependent output size under `fullgraph=False`, and a frame past
+#   `recompile_limit` — and why an unused data-dependent op is **kept** under `fullgraph=True`;
+# - to see all of it in your own project with torch's tools: `torch._logging.set_logs`, `torch._dynamo.explain`,
+#   `torch.library.opcheck`.
 #
-# **Time:** about 30 minutes. **Before:** 01 and 02. Runs on the CPU; on a GPU the same cells also show
-# Triton code. Outputs recorded on torch 2.13.0 (CPU).
+# **Time:** about 30 minutes. **Before:** 00–02. Runs on the CPU. Outputs recorded on torch 2.13.0 (CPU);
+# nothing here was run on a GPU.
+#
+# **labkit vs plain torch.** `labkit.compile_and_compare` runs a function eagerly and compiled (default
+# `backend="aot_eager"`, `dynamic=False`, `fullgraph=False`, caches bypassed) and counts real kernel calls. Where a
+# lesson is about torch, the notebook writes the op with `@torch.library.custom_op` and compiles with plain
+# `torch.compile` next to it.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -19,20 +27,22 @@ import torch
 import labkit
 
 labkit.setup()
-dropped = labkit.drop_namespace("nb04")
+dropped = labkit.drop_namespace("nb05")
 device = labkit.env.pick_device()
 result_unused = labkit.scenarios.discards_result   # f(x): op(x); return x + 1 — op's result unused
 
 # %% [markdown]
 # ## 1. Where ops get removed
 #
-# An op whose result nobody uses is *dead code*. Follow one through the stages with each backend:
+# An op whose result nobody uses is *dead code*. Follow one through the stages with each backend
+# (`labkit.declare` is labkit's shorthand for a `@torch.library.custom_op` with a fake kernel; section 2 writes
+# them in plain torch):
 
 # %%
-pure = labkit.declare(name="nb04::pure", returns="fresh")
+pure = labkit.declare(name="nb05::pure", returns="fresh")
 reports = {backend: labkit.compile_and_compare(result_unused(pure), torch.ones(4, device=device), backend=backend)
            for backend in ("eager", "aot_eager", "inductor")}
-fates = {backend: report.fate("nb04::pure") for backend, report in reports.items()}
+fates = {backend: report.fate("nb05::pure") for backend, report in reports.items()}
 for backend, fate in fates.items():
     print(f"{backend:<10} {fate}")
 
@@ -42,21 +52,24 @@ assert fates["aot_eager"]["aot"] is False and fates["aot_eager"]["ran"] is False
 assert fates["inductor"]["inductor"] is False and fates["inductor"]["ran"] is False
 
 # %% [markdown]
-# The same, as a picture: one row per backend, the op's fate at each stage.
+# In each fate, `True` means the op is present at that stage, `False` that it is gone, and `None` that the backend
+# does not have that stage. The same, as a picture: one row per backend, the op's fate at each stage.
 
 # %%
 import matplotlib.pyplot as plt
 
 fig, axes = plt.subplots(3, 1, figsize=(7.5, 4.8))
 for ax, report in zip(axes, reports.values()):
-    labkit.draw_fate(report, "nb04::pure", ax=ax)
+    labkit.draw_fate(report, "nb05::pure", ax=ax)
 fig.tight_layout()
 
 # %% [markdown]
 # - **Dynamo** records every call: with `backend="eager"` (Dynamo only) the op runs.
 # - **AOTAutograd** runs dead-code elimination on its graph: the op is gone before Inductor sees it.
-# - **Inductor** has two more places: an FX pass gated by `torch._inductor.config.dce` (off by default) and
-#   its scheduler, gated by `use_dce` (on), which drops buffers nobody reads unless the node has side effects.
+# - **Inductor** has two more dead-code passes of its own: an FX pass gated by `torch._inductor.config.dce` (off by
+#   default) and one in its scheduler, gated by `use_dce` (on). For every op in this notebook AOTAutograd has
+#   already removed the dead node before Inductor runs, so no cell here shows Inductor's passes removing
+#   anything; the cell below only shows how they are configured.
 
 # %%
 import torch._inductor.config as inductor_config
@@ -64,11 +77,194 @@ print("inductor config: dce =", inductor_config.dce, "| use_dce =", inductor_con
 assert inductor_config.dce is False and inductor_config.use_dce is True
 
 # %% [markdown]
-# ## 2. What is removed, what survives
+# ## 2. The question torch asks — of each graph node
 #
-# torch decides with one question, asked of the op: *is it impure?* An op is impure if its schema is
-# mutable, if it is registered as having side effects, or if it carries an *effect* — not because its
-# Python body does something. `op.dce_safe` reports torch's own answer; the table compiles each case:
+# torch's dead-code elimination is `torch.fx.Graph.eliminate_dead_code`: it walks the graph backwards and erases
+# every node that has no users, unless `node.is_impure()` says the node must stay. The question is asked of a
+# **graph node**, and after AOTAutograd has functionalized the program your op is not always its own node: a
+# mutating op becomes an `auto_functionalized_v2` node, an effectful op a `with_effects` node.
+#
+# Five ops in plain torch, each with a kernel that counts its calls:
+
+# %%
+from torch._library.effects import EffectType   # a private module: see "effects" below
+
+ran = {}
+def count(name):
+    ran[name] = ran.get(name, 0) + 1
+
+@torch.library.custom_op("mylib::bump_", mutates_args=("x",))
+def bump_(x: torch.Tensor) -> None:
+    count("bump_")
+    x.add_(1)
+
+@bump_.register_fake
+def _(x):
+    return None
+
+@torch.library.custom_op("mylib::noise", mutates_args=(), tags=(torch.Tag.nondeterministic_seeded,))
+def noise(x: torch.Tensor) -> torch.Tensor:
+    count("noise")
+    return torch.rand_like(x)
+
+@noise.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+@torch.library.custom_op("mylib::log_stats", mutates_args=())
+def log_stats(x: torch.Tensor) -> None:
+    count("log_stats")          # imagine: writes x.mean() to a log file
+
+@log_stats.register_fake
+def _(x):
+    return None
+
+log_stats.register_effect(EffectType.ORDERED)     # CustomOpDef.register_effect: no docstring in 2.13
+
+@torch.library.custom_op("mylib::legacy_log", mutates_args=())
+def legacy_log(x: torch.Tensor) -> None:
+    count("legacy_log")
+
+@legacy_log.register_fake
+def _(x):
+    return None
+
+torch.fx.node.has_side_effect(torch.ops.mylib.legacy_log.default)   # experimental, see below
+
+# %% [markdown]
+# And five programs that throw every result away. Each returns `y + 1`, so nothing the program returns reads what
+# the op did:
+
+# %%
+def mutates_an_input(x, y):
+    bump_(x)
+    return y + 1
+
+def mutates_a_dead_temporary(x, y):
+    scratch = torch.empty_like(x)
+    bump_(scratch)
+    return y + 1
+
+def random_result_unused(x, y):
+    noise(x)
+    return y + 1
+
+def effect_registered(x, y):
+    log_stats(x)
+    return y + 1
+
+def has_side_effect_registered(x, y):
+    legacy_log(x)
+    return y + 1
+
+# %% [markdown]
+# A ten-line backend shows what AOTAutograd hands to the compiler, and torch's own log says which nodes its
+# dead-code elimination erased (`torch._logging.set_logs(modules={"torch.fx.graph": logging.INFO})` — the same as
+# `TORCH_LOGS="+torch.fx.graph"`; the helper captures that log so the notebook can read it).
+# `keep_inference_input_mutations=True` is what Inductor asks for: the write back into a mutated input stays in the
+# graph as a `copy_`.
+
+# %%
+import contextlib
+import io
+import logging
+
+from torch._dynamo.backends.common import aot_autograd
+
+
+@contextlib.contextmanager
+def torch_logs(**settings):
+    """torch._logging.set_logs(**settings) for the block, its output captured as text (torch writes it to stderr)."""
+    text = io.StringIO()
+    with contextlib.redirect_stderr(text):          # set_logs creates its handlers now, on this stream
+        torch._logging.set_logs(**settings)
+    try:
+        yield text
+    finally:
+        torch._logging.set_logs()                    # back to the defaults, on the real stderr
+
+
+def aot_graph(fn, *args, fullgraph=True):
+    """Compile fn with an AOTAutograd backend; return its forward graph, the nodes DCE erased, and the kernel calls."""
+    graphs = []
+    def keep(gm, example_inputs):
+        graphs.append(gm)
+        return gm
+    backend = aot_autograd(fw_compiler=keep, keep_inference_input_mutations=True)
+    torch._dynamo.reset()
+    ran.clear()
+    with torch._functorch.config.patch(enable_autograd_cache=False), \
+            torch_logs(modules={"torch.fx.graph": logging.INFO}) as log:
+        torch.compile(fn, backend=backend, fullgraph=fullgraph)(*args)
+    erased = [line.split("eliminated: ")[1] for line in log.getvalue().splitlines() if "dead code eliminated" in line]
+    return graphs, " ".join(erased), dict(ran)
+
+
+PROGRAMS = [mutates_an_input, mutates_a_dead_temporary, random_result_unused, effect_registered,
+            has_side_effect_registered]
+seen = {}
+for program in PROGRAMS:
+    fw_graphs, erased, calls = aot_graph(program, torch.zeros(3), torch.zeros(3))
+    nodes = [node for node in fw_graphs[0].graph.nodes if node.op == "call_function"]
+    seen[program.__name__] = dict(
+        kernel_ran=bool(calls), erased=erased,
+        nodes={node.name: node.is_impure() for node in nodes},
+        outputs=[str(a) for a in fw_graphs[0].graph.output_node().args[0]])
+    print(f"{program.__name__:<27} kernel ran: {str(bool(calls)):<5}  DCE erased: {erased or '-'}")
+    print(f"{'':<27} left in the graph (node: is_impure): {seen[program.__name__]['nodes']}")
+
+# %%
+assert seen["mutates_an_input"]["kernel_ran"] and seen["mutates_an_input"]["nodes"]["auto_functionalized_v2"] is False
+assert seen["mutates_an_input"]["nodes"]["copy_"] is True                  # the write into x is what is impure
+assert not seen["mutates_a_dead_temporary"]["kernel_ran"]
+assert "auto_functionalized_v2" in seen["mutates_a_dead_temporary"]["erased"]
+assert not seen["random_result_unused"]["kernel_ran"] and "noise" in seen["random_result_unused"]["erased"]
+assert seen["effect_registered"]["kernel_ran"] and seen["effect_registered"]["nodes"]["with_effects"] is False
+assert seen["effect_registered"]["outputs"][0] == "getitem"               # the new token is a graph output
+assert seen["has_side_effect_registered"]["nodes"]["legacy_log"] is True
+
+# %% [markdown]
+# Read the table node by node:
+#
+# - **A mutated input.** The op is inside `auto_functionalized_v2`, and that node is **not** impure: torch treats
+#   it as a function from old values to new ones. What is impure is the `copy_` that writes the new value back into
+#   `x` — and it uses the node's output, so the node has a user and stays.
+# - **A dead temporary.** The same `auto_functionalized_v2` node, but nothing copies the result anywhere:
+#   no user, not impure, erased — even though the op's schema says it mutates.
+# - **A random op.** The node is the op itself. During compilation DCE counts `nondeterministic_seeded` ops as
+#   impure only when `torch._inductor.config.fallback_random` is on (it is off by default), so it is erased. The
+#   next cell turns the flag on.
+# - **An effect.** `with_effects` is not impure either; it stays because it returns a *token* (`getitem`) that the
+#   graph returns, so the next compiled call can order its effects after this one.
+# - **`has_side_effect`.** The op is its own node and torch lists it as side-effectful: the only case where the op's
+#   node itself answers "impure".
+
+# %%
+with inductor_config.patch(fallback_random=True):
+    fw_graphs, erased, calls = aot_graph(random_result_unused, torch.zeros(3), torch.zeros(3))
+print("fallback_random=True:", "kernel ran" if calls else "removed", "| erased:", erased or "-")
+assert calls == {"noise": 1} and "noise" not in erased
+
+# %% [markdown]
+# ### Effects and `has_side_effect`: what their API status is
+#
+# Both mechanisms work on torch 2.13 (the table above), and neither is a stable public API:
+#
+# - `CustomOpDef.register_effect(EffectType.ORDERED)` has no docstring; `EffectType` lives in the private module
+#   `torch._library.effects`; the functional spelling is `torch.library._register_effectful_op` (underscore-private).
+# - `torch.fx.node.has_side_effect` is marked not backward-compatible, and its docstring asks new operators to use
+#   the effects system instead:
+
+# %%
+print(torch.fx.node.has_side_effect.__doc__.strip().splitlines()[2:5])
+assert "please do not add to this set" in torch.fx.node.has_side_effect.__doc__
+assert torch._library.custom_ops.CustomOpDef.register_effect.__doc__ is None
+assert hasattr(torch.library, "_register_effectful_op") and not hasattr(torch.library, "register_effectful_op")
+
+# %% [markdown]
+# So: an op that does something outside its tensors (writes a log, a file) needs one of these to survive unused,
+# and both may change between torch versions. The same cases with labkit's spelling, compiled with Inductor, plus
+# one more — an op whose *Python body* has a side effect torch cannot see, because a custom op is opaque:
 
 # %%
 CASES = {
@@ -79,54 +275,18 @@ CASES = {
     "torch.fx.node.has_side_effect":      dict(returns="none", effect="side_effect"),
     "effect registered (ORDERED)":        dict(returns="none", effect="ordered"),
 }
-survives, removable = {}, {}
+survives = {}
 for case, fields in CASES.items():
-    op = labkit.declare(name="nb04::case", **fields)
-    removable[case] = op.dce_safe
+    op = labkit.declare(name="nb05::case", **fields)
     report = labkit.compile_and_compare(result_unused(op), torch.ones(4, device=device), backend="inductor")
-    survives[case] = report.fate("nb04::case")["ran"]
-    print(f"{case:<36} removable per torch: {str(op.dce_safe):<6} kernel ran compiled: {survives[case]}")
+    survives[case] = report.fate("nb05::case")["ran"]
+    print(f"{case:<36} kernel ran compiled: {survives[case]}")
 
 # %%
 assert survives == {
     "pure, returns an unused tensor": False, "-> None, logs in Python": False,
     "tagged nondeterministic_seeded": False, "declares a mutation of its input": True,
     "torch.fx.node.has_side_effect": True, "effect registered (ORDERED)": True}
-# the seeded op: impure by torch's default check, yet removed during compilation
-assert removable["tagged nondeterministic_seeded"] is False and not survives["tagged nondeterministic_seeded"]
-
-# %% [markdown]
-# Three surprises, each checked above:
-#
-# - **A Python side effect does not count.** The `-> None` op's kernel increments labkit's call counter — a
-#   real side effect — yet it is removed. torch cannot see inside Python.
-# - **Random ops are removed too** when their result is unused: during compilation, dead-code elimination
-#   treats `nondeterministic_seeded` ops as removable (`torch._inductor.config.fallback_random` is off).
-# - **Effects** are the supported way to say "this op does something outside its tensors" (I/O, logging,
-#   communication). An effectful op is threaded through the graph with a token, in a `with_effects` node:
-
-# %%
-effectful = labkit.declare(name="nb04::effectful", returns="none", effect="ordered")
-effect_report = labkit.compile_and_compare(result_unused(effectful), torch.ones(4), backend="aot_eager")
-print(labkit.render.stage_code(effect_report)["aot"])
-assert effect_report.aot_graphs[0].calls("nb04::effectful")[0].wrapper == "with_effects"
-
-# %% [markdown]
-# `torch.fx.node.has_side_effect(op)` also keeps it, but torch's source asks new operators to use the effects
-# system instead. And a declared mutation does **not** pin an op by itself: it keeps the op because the
-# *mutation* is observable. Write into a temporary nobody reads, and the call is dead code again:
-
-# %%
-fill = labkit.declare(name="nb04::fill", args=("x", "buf"), writes=("buf",), mutates_args=("buf",), returns="none")
-
-def fills_a_dead_temporary(x):
-    buf = torch.empty_like(x)
-    fill(x, buf)
-    return x + 1
-
-dead = labkit.compile_and_compare(fills_a_dead_temporary, torch.ones(4, device=device), backend="inductor")
-print(labkit.render.fate_line(dead, "nb04::fill"))
-assert dead.fate("nb04::fill")["ran"] is False and fill.dce_safe is False
 
 # %% [markdown]
 # ## 3. Static and dynamic shapes
@@ -134,8 +294,8 @@ assert dead.fate("nb04::fill")["ran"] is False and fill.dce_safe is False
 # `torch.compile` specialises a graph to the shapes it saw, and recompiles when they change — unless it
 # compiles with *symbolic* sizes:
 #
-# - `dynamic=False` — always static: one graph per new shape;
-# - `dynamic=True` — symbolic from the start: one graph;
+# - `dynamic=False` — always static: one graph per new shape (up to `recompile_limit`, below);
+# - `dynamic=True` — symbolic from the start: one graph for the sizes used here;
 # - `dynamic=None` (the default) — static first; when a size changes, recompile once with that size symbolic.
 
 # %%
@@ -151,11 +311,14 @@ for mode, report in graphs.items():
 assert graphs[False].graphs_per_call == [1, 1, 1]
 assert graphs[True].graphs_per_call == [1, 0, 0]
 assert graphs[None].graphs_per_call == [1, 1, 0] and graphs[None].recompiles == 1
-assert graphs[None].dynamo_graphs[1].input_shapes[-1].startswith("[s")   # a symbolic size, e.g. [s77]
+assert graphs[None].dynamo_graphs[1].input_shapes[-1].startswith("[s")   # a symbolic size
 
 # %% [markdown]
+# A symbolic size prints as `s` and a number, e.g. `[s77]`. The number is a name torch picks (it depends on where
+# the size came from), not a value: compare symbolic sizes by their form, never by the number.
+#
 # `torch._dynamo.mark_dynamic(x, 0)` asks for a symbolic dimension 0 on the *first* compile, without
-# `dynamic=True` for everything:
+# `dynamic=True` for everything. The graph's last input is then the symbolic size itself (a `SymInt`):
 
 # %%
 first = torch.ones(4, device=device)
@@ -166,18 +329,147 @@ print(marked.graphs_per_call, marked.dynamo_graphs[0].input_shapes)
 assert marked.graphs_per_call == [1, 0] and marked.dynamo_graphs[0].input_shapes[-1].startswith("[s")
 
 # %% [markdown]
-# ### The removal decision does not depend on shapes
+# ### `recompile_limit`: where static shapes fall back to eager
 #
-# Nothing in torch's impurity check or Inductor's scheduler reads sizes. Measured: every case of section 2,
-# under every dynamic mode, on three shapes:
+# With `dynamic=False`, every new shape is a new graph — until the frame has been compiled
+# `torch._dynamo.config.recompile_limit` times (8 by default). Then `fullgraph=False` runs the frame **eagerly**
+# from then on, and `fullgraph=True` raises. Plain torch, with the limit set to 2 to keep it short and a backend
+# that counts how many calls went through a compiled graph:
+
+# %%
+@torch.library.custom_op("mylib::double", mutates_args=())
+def double(x: torch.Tensor) -> torch.Tensor:
+    count("double")
+    return x * 2
+
+@double.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+def calls_double(x):
+    return double(x) + 1
+
+def run_four_shapes(fullgraph):
+    compiled_runs = []
+    def counting(gm, example_inputs):
+        return lambda *args: compiled_runs.append(1) or gm.forward(*args)
+    torch._dynamo.reset()
+    ran.clear()
+    f = torch.compile(calls_double, backend=counting, dynamic=False, fullgraph=fullgraph)
+    with torch._dynamo.config.patch(recompile_limit=2), torch_logs() as warnings_text:
+        try:
+            for n in (2, 3, 4, 5):
+                assert torch.equal(f(torch.ones(n)), torch.full((n,), 3.0))
+        except torch._dynamo.exc.FailOnRecompileLimitHit as error:
+            return f"raised {type(error).__name__}: {error}", len(compiled_runs), ran.get("double", 0)
+    return "all four calls returned the right answer", len(compiled_runs), ran.get("double", 0)
+
+limit = {fullgraph: run_four_shapes(fullgraph) for fullgraph in (False, True)}
+for fullgraph, (outcome, compiled, kernel) in limit.items():
+    print(f"fullgraph={fullgraph!s:<5} {outcome}; calls through a compiled graph: {compiled}, kernel calls: {kernel}")
+
+# %%
+assert limit[False] == ("all four calls returned the right answer", 2, 4)      # calls 3 and 4 ran eagerly
+assert limit[True][0].startswith("raised FailOnRecompileLimitHit") and limit[True][1:] == (2, 2)
+
+# %% [markdown]
+# ## 4. Data-dependent output sizes: when `fullgraph` changes everything
+#
+# Most fake kernels *follow the input shapes*: the output's size is a function of the inputs' sizes. Some ops
+# cannot say: `nonzero`, a filter, MoE routing — the output size depends on the **data**. Their fake kernel asks
+# torch for a fresh, unknown size with `torch.library.get_ctx().new_dynamic_size()` (an *unbacked* symbolic size):
+
+# %%
+@torch.library.custom_op("mylib::positives", mutates_args=())
+def positives(x: torch.Tensor) -> torch.Tensor:
+    count("positives")
+    return x[x > 0].clone()
+
+@positives.register_fake
+def _(x):
+    size = torch.library.get_ctx().new_dynamic_size()     # how many are positive: unknown until it runs
+    return x.new_empty(size)
+
+def sums_positives(x):
+    return positives(x).sum() + x.sum()
+
+# %% [markdown]
+# `torch.compile(fullgraph=True)` also turns on `torch._dynamo.config.capture_dynamic_output_shape_ops` (the
+# `torch.compile` docstring says so). Without it, Dynamo cannot put such an op in a graph: it **breaks the graph**
+# and the kernel runs eagerly. A backend that records each graph Dynamo hands it:
+
+# %%
+def dynamo_graphs(fn, x, **compile_options):
+    graphs = []
+    def recording(gm, example_inputs):
+        graphs.append([str(node.target) for node in gm.graph.nodes if node.op == "call_function"])
+        return gm.forward
+    torch._dynamo.reset()
+    ran.clear()
+    torch.compile(fn, backend=recording, **compile_options)(x)
+    return graphs, ran.get("positives", 0)
+
+x = torch.tensor([1.0, -2.0, 3.0, -4.0])
+capture = {"fullgraph=False": dynamo_graphs(sums_positives, x, fullgraph=False),
+           "fullgraph=True": dynamo_graphs(sums_positives, x, fullgraph=True)}
+with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True):
+    capture["fullgraph=False + capture flag"] = dynamo_graphs(sums_positives, x, fullgraph=False)
+for setting, (graph_list, kernel_calls) in capture.items():
+    print(f"{setting:<31} kernel calls: {kernel_calls}  graphs: {graph_list}")
+
+# %%
+graph_list, kernel_calls = capture["fullgraph=False"]
+assert kernel_calls == 1 and not any("mylib.positives" in t for g in graph_list for t in g)   # ran eagerly
+for setting in ("fullgraph=True", "fullgraph=False + capture flag"):
+    graph_list, kernel_calls = capture[setting]
+    assert len(graph_list) == 1 and "mylib.positives.default" in graph_list[0]          # captured
+    assert "aten._assert_scalar.default" in graph_list[0]
+
+# %% [markdown]
+# Captured, the op brings company: `sym_size` reads its unbacked size, and `_assert_scalar` checks at run time
+# what torch assumed about it (a size is `>= 0`). `_assert_scalar` is side-effectful — it must run to check — so
+# it is never dead code. Now throw the result away, next to a shape-following op (`mylib::double`) whose result is
+# thrown away too:
+
+# %%
+def discards_both(x, y):
+    positives(x)
+    double(x)
+    return y + 1
+
+dd = {}
+for fullgraph in (True, False):
+    fw_graphs, erased, calls = aot_graph(discards_both, x, torch.zeros(2), fullgraph=fullgraph)
+    dd[fullgraph] = dict(calls=calls, erased=erased,
+                         kept=[str(n.target) for g in fw_graphs for n in g.graph.nodes if n.op == "call_function"])
+    print(f"fullgraph={fullgraph!s:<5} kernel calls {calls}; erased: {erased}\n{'':<16}left: {dd[fullgraph]['kept']}")
+
+# %%
+assert dd[True]["calls"] == {"positives": 1}                                   # unused, yet it ran compiled
+assert "mylib.positives.default" in dd[True]["kept"] and "aten._assert_scalar.default" in dd[True]["kept"]
+assert "double" in dd[True]["erased"]                                           # the shape-following op: removed
+assert dd[False]["calls"] == {"positives": 1} and "mylib.positives.default" not in dd[False]["kept"]  # eager
+assert "double" in dd[False]["erased"]
+
+# %% [markdown]
+# So on torch 2.13, for an unused op:
+#
+# | | shape-following fake | data-dependent fake (`new_dynamic_size`) |
+# |---|---|---|
+# | `fullgraph=False` | traced, removed | graph break: **runs eagerly** |
+# | `fullgraph=True` | traced, removed | traced, **kept** (its size feeds `_assert_scalar`) |
+#
+# Dead-code elimination *does* depend on shapes — through the unbacked size, not through `dynamic=`. For
+# shape-following ops, the next cell checks that the `dynamic` mode changes nothing: every case of section 2's
+# labkit table, under every mode, on three shapes.
 
 # %%
 by_mode = {}
 for mode in (False, True, None):
     for case, fields in CASES.items():
-        op = labkit.declare(name="nb04::case", **fields)
+        op = labkit.declare(name="nb05::case", **fields)
         report = labkit.compile_and_compare(result_unused(op), calls=shapes, backend="inductor", dynamic=mode)
-        by_mode[(mode, case)] = report.fate("nb04::case")["ran"]
+        by_mode[(mode, case)] = report.fate("nb05::case")["ran"]
 print({mode: sum(by_mode[(mode, c)] for c in CASES) for mode in (False, True, None)}, "ops kept per mode")
 
 # %%
@@ -188,13 +480,13 @@ assert all(by_mode[(mode, case)] == survives[case] for mode in (False, True, Non
 #
 # A widely shared post cites a disabled PyTorch CI test, `test_custom_op_dce_dynamic_shapes_cuda`. We could not
 # find that test in PyTorch's sources or issues; here is its scenario as a cell that asserts: under dynamic
-# shapes, an unused pure custom op is removed and a side-effecting one kept — on CUDA (Triton code) when a GPU is
-# present, on the CPU otherwise.
+# shapes, an unused pure (shape-following) custom op is removed and a side-effecting one kept. On a GPU the cell
+# runs on CUDA; the stored output is from a CPU, and the CUDA branch has not been run by the lab's authors.
 
 # %%
 outcome = {}
 for declaration in ("pure, result unused", "has_side_effect"):
-    op, report = labkit.widgets.dce_experiment(declaration, True, (4, 6, 8), device=device.type, namespace="nb04ci")
+    op, report = labkit.widgets.dce_experiment(declaration, True, (4, 6, 8), device=device.type, namespace="nb05ci")
     outcome[declaration] = report.fate(op.name)["ran"]
     assert report.graphs_per_call == [1, 0, 0] and report.verdict.agree
 kernel_kind = "Triton" if any("triton" in c for c in report.inductor_code) else "C++"
@@ -202,10 +494,12 @@ print(f"device={device.type}: {outcome}; generated kernels: {kernel_kind}")
 assert outcome == {"pure, result unused": False, "has_side_effect": True}
 
 # %% [markdown]
-# ## 4. Myth check: "`fullgraph=False` makes custom ops run eagerly"
+# ## 5. Myth check: "`fullgraph=False` makes custom ops run eagerly"
 #
-# `fullgraph` only decides whether a graph break is an error. With `fullgraph=False` and a real graph break
-# (a `print`) right after an unused op, Dynamo makes two graphs — and the op is still traced and removed:
+# True for the data-dependent op of section 4; false for a shape-following one. With `fullgraph=False` and a real
+# graph break (a `print`) right after an unused shape-following op, Dynamo makes two graphs — and the op is still
+# traced and removed. (The print shows twice: once from labkit's eager reference run, once from the compiled run,
+# where Dynamo runs the `print` itself between the two graphs.)
 
 # %%
 def with_a_graph_break(x):
@@ -215,18 +509,18 @@ def with_a_graph_break(x):
 
 myth = labkit.compile_and_compare(with_a_graph_break, torch.ones(4, device=device), backend="inductor",
                                   fullgraph=False)
-print("graphs:", myth.graphs_per_call, "| kernel calls compiled:", myth.compiled_calls["nb04::pure"])
-assert myth.graphs_per_call == [2] and myth.compiled_calls["nb04::pure"] == 0
+print("graphs:", myth.graphs_per_call, "| kernel calls compiled:", myth.compiled_calls["nb05::pure"])
+assert myth.graphs_per_call == [2] and myth.compiled_calls["nb05::pure"] == 0
 
 # %% [markdown]
-# ## 5. The dynamic-mode widget
+# ## 6. The dynamic-mode widget
 #
 # Flip the dynamic mode, the op's declaration, the shape sequence and (with a GPU) the device. The view shows
 # the real kernel calls, the op's fate at each stage, the generated code, the recompile count and the sizes each
 # graph was built for. States you have seen come back instantly.
 
 # %%
-dynamic_lab = labkit.widgets.DynamicLab(namespace="nb04w")
+dynamic_lab = labkit.widgets.DynamicLab(namespace="nb05w")
 dynamic_lab
 
 # %%
@@ -235,9 +529,60 @@ print(dynamic_lab.report.graphs_per_call, "recompiles:", dynamic_lab.report.reco
 assert dynamic_lab.report.graphs_per_call == [1, 1, 0]
 
 # %% [markdown]
+# ## 7. In your own project
+#
+# Everything above, with torch's tools only. **Graph breaks and recompiles** — `TORCH_LOGS="graph_breaks,recompiles"`
+# in the shell, or `torch._logging.set_logs(graph_breaks=True, recompiles=True)` in Python (captured here with
+# section 2's `torch_logs` helper so the cell can check it):
+
+# %%
+torch._dynamo.reset()
+with torch_logs(graph_breaks=True, recompiles=True) as log:
+    f = torch.compile(sums_positives, backend="eager")
+    f(torch.randn(4))
+    f(torch.randn(6))
+lines = log.getvalue().splitlines()
+print("\n".join(line.split("] ", 1)[-1] for line in lines if "Explanation" in line or "triggered by" in line))
+assert any("Dynamic shape operator" in line for line in lines)                       # the graph break, and why
+assert any("depends on input Tensor data" in line for line in lines)
+assert any("Recompiling function" in line for line in lines)                          # the second shape
+
+# %% [markdown]
+# **What dead-code elimination erased** — `TORCH_LOGS="+torch.fx.graph"`, or
+# `set_logs(modules={"torch.fx.graph": logging.INFO})`: each pass logs "The following nodes were dead code
+# eliminated" with the node names (section 2's `aot_graph` reads exactly this). **Where the graph breaks** —
+# `torch._dynamo.explain` compiles once and reports the graphs and each break's reason:
+
+# %%
+def prints_between(x):
+    y = double(x)
+    print("logging something")          # a graph break
+    return y + 1
+
+torch._dynamo.reset()
+explanation = torch._dynamo.explain(prints_between)(torch.ones(3))
+print(explanation.graph_count, "graphs,", explanation.graph_break_count, "break:",
+      explanation.break_reasons[0].reason.splitlines()[0])
+assert explanation.graph_count == 2 and explanation.graph_break_count == 1
+assert "print" in explanation.break_reasons[0].reason
+
+# %% [markdown]
+# **Is the declaration right?** `torch.library.opcheck` runs the op and its fake kernel on sample inputs and checks
+# them against each other and the schema — including a data-dependent fake:
+
+# %%
+checks = {name: torch.library.opcheck(op, args)
+          for name, op, args in [("positives", positives, (torch.randn(5),)),
+                                 ("bump_", bump_, (torch.zeros(3),))]}
+for name, result in checks.items():
+    print(name, result)
+assert all(set(result.values()) == {"SUCCESS"} for result in checks.values())
+
+# %% [markdown]
 # ## Exercise 1: count the compiles
 #
 # With `dynamic=None` and the shape sequence `4 → 6 → 4`, how many graphs does Dynamo compile in total?
+# Predict first, then run the check.
 
 # %%
 my_graph_count = ...
@@ -250,45 +595,77 @@ if labkit.exercises.answered(my_graph_count):
                            "The second shape triggers a dynamic recompile; does the third need another?")
 
 # %% solution
-# Solution: [4] static, then [s0] symbolic — which also covers the final [4].
-assert truth_graphs == 2
-assert labkit.exercises.check(dynamic_lab.report.graphs_per_call == [1, 1, 0], "my_graph_count = 2", "")
+# Solution: 2. A static graph for [4], then one with a symbolic size (printed as [s…]) that also covers the last [4].
+assert truth_graphs == 2 and dynamic_lab.report.graphs_per_call == [1, 1, 0]
+print("solution checked")
 
 # %% [markdown]
-# ## Exercise 2: keep the logger alive
+# ## Exercise 2: predict, then run
 #
-# `nb04::log_stats` returns nothing and writes statistics to a log — a side effect torch cannot see. Choose the
-# `effect` (`None`, `"side_effect"` or `"ordered"`) that keeps it running under `torch.compile` **the way torch
-# recommends for new operators**.
+# For each program, predict whether the kernel of the op it calls runs when the program is compiled as stated
+# (`True`/`False`). Use sections 2 and 4; the check compiles all four.
+#
+# - `"a"`: `mutates_a_dead_temporary`, `fullgraph=True`
+# - `"b"`: `discards_both`'s `positives` call, `fullgraph=True`
+# - `"c"`: `discards_both`'s `positives` call, `fullgraph=False`
+# - `"d"`: `random_result_unused`, `fullgraph=True`, with `fallback_random=True`
 
 # %%
-my_effect = ...
+my_predictions = {"a": ..., "b": ..., "c": ..., "d": ...}
 
 # %%
-if labkit.exercises.answered(my_effect):
-    try:
-        logger = labkit.declare(name="nb04::log_stats", returns="none", effect=my_effect)
-        ran = labkit.compile_and_compare(result_unused(logger), torch.ones(4)).fate("nb04::log_stats")["ran"]
-        labkit.exercises.check(ran and my_effect == "ordered", "kept, through the effects system.",
-                               "kept, but torch asks new ops to use effects, not has_side_effect." if ran
-                               else "the logger was removed: torch saw no reason to keep it.")
-    except labkit.LabOpError as problem:
-        labkit.exercises.check(False, "", str(problem))
+def what_runs():
+    _, _, a = aot_graph(mutates_a_dead_temporary, torch.zeros(3), torch.zeros(3))
+    _, _, b = aot_graph(discards_both, x, torch.zeros(2), fullgraph=True)
+    _, _, c = aot_graph(discards_both, x, torch.zeros(2), fullgraph=False)
+    with inductor_config.patch(fallback_random=True):
+        _, _, d = aot_graph(random_result_unused, torch.zeros(3), torch.zeros(3))
+    return {"a": "bump_" in a, "b": "positives" in b, "c": "positives" in c, "d": "noise" in d}
+
+if all(labkit.exercises.answered(v) for v in my_predictions.values()):
+    truth = what_runs()
+    wrong = sorted(k for k in truth if my_predictions[k] != truth[k])
+    labkit.exercises.check(not wrong, "all four right.",
+                           f"look again at {', '.join(wrong)}: which graph node would DCE be asked about?")
 
 # %% solution
-# Solution: an ORDERED effect (CustomOpDef.register_effect on torch 2.13; labkit's effect="ordered").
-logger = labkit.declare(name="nb04::log_stats", returns="none", effect="ordered")
-assert labkit.exercises.check(labkit.compile_and_compare(result_unused(logger), torch.ones(4))
-                              .fate("nb04::log_stats")["ran"], 'my_effect = "ordered"', "")
+# Solution: a False (auto_functionalized_v2 with no copy_), b True (kept by _assert_scalar), c True (graph break:
+# eager), d True (fallback_random makes seeded ops impure).
+assert what_runs() == {"a": False, "b": True, "c": True, "d": True}
+print("solution checked")
 
 # %% [markdown]
 # ## What to remember
 #
-# - Dynamo keeps every call; **AOTAutograd** removes unused ops, and Inductor's scheduler removes what has no side
-#   effects. `fullgraph=False` changes none of this.
-# - torch keeps an op only if it is *impure*: a mutable schema whose write is observable, `has_side_effect`, or an
-#   **effect**. Python side effects, writes to dead temporaries and random ops with unused results are removed.
-# - `dynamic=False/True/None` and `mark_dynamic` decide how often you compile and whether sizes are symbolic —
-#   not whether an op is removed.
+# - Dynamo keeps every call; **AOTAutograd** removes dead nodes before Inductor sees them.
+# - DCE asks `node.is_impure()` of each **graph node**. A mutating op's `auto_functionalized_v2` node is removable;
+#   the `copy_` back into an input is what keeps it. An effect keeps its op through the token it returns;
+#   `has_side_effect` marks the op's node itself. Python side effects, dead temporaries and (by default) random ops
+#   are removed. Effects and `has_side_effect` are private or experimental APIs.
+# - `dynamic=False/True/None` and `mark_dynamic` decide how often you compile and whether sizes are symbolic.
+#   Past `recompile_limit` a frame runs eagerly (`fullgraph=False`) or raises (`fullgraph=True`).
+# - An op whose fake kernel uses `new_dynamic_size()` graph-breaks and runs eagerly under `fullgraph=False`; under
+#   `fullgraph=True` it is captured, and an unused one is kept alive by its `_assert_scalar`. For shape-following
+#   ops `fullgraph` changes nothing about DCE.
 #
-# **Next:** 05 · Field guide.
+# ## Questionnaire
+#
+# 1. Why is `auto_functionalized_v2` removable when the `copy_` after it is not?
+# 2. Why can an op that mutates its argument still be removed? What would make the same call stay?
+# 3. Why does an unused op with a data-dependent output size survive under `fullgraph=True`, when a shape-following
+#    op in the same function is removed?
+# 4. Why does `fullgraph=False` let that op run eagerly, and what does `capture_dynamic_output_shape_ops` change?
+# 5. Why does a Python side effect inside a custom op's body not keep the op alive?
+#
+# ## Further reading
+#
+# - PyTorch custom operators landing page: https://pytorch.org/tutorials/advanced/custom_ops_landing_page.html
+# - `torch.library` reference (`custom_op`, `register_fake`, `get_ctx`, `opcheck`):
+#   https://docs.pytorch.org/docs/stable/library.html
+# - The Custom Operators Manual (data-dependent shapes, `new_dynamic_size`):
+#   https://docs.google.com/document/d/1_W62p8WJOQQUzPsJYa7s701JXt0qf2OfLub2sbkHOaU
+# - `torch._logging` and `TORCH_LOGS`: https://docs.pytorch.org/docs/stable/logging.html
+# - Dead code elimination of collectives (an outside effect removed): https://github.com/pytorch/pytorch/issues/130918
+# - Compiled-autograd DCE of custom ops: https://github.com/pytorch/pytorch/issues/149181
+#
+# **Next:** 06 · Field guide.
