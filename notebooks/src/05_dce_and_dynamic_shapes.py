@@ -206,6 +206,9 @@ def aot_graph(fn, *args, fullgraph=True):
 PROGRAMS = [mutates_an_input, mutates_a_dead_temporary, random_result_unused, effect_registered,
             has_side_effect_registered]
 seen = {}
+import inspect
+assert "keep_inference_input_mutations=True" in inspect.getsource(torch._inductor.compile_fx)   # Inductor's choice
+
 for program in PROGRAMS:
     fw_graphs, erased, calls = aot_graph(program, torch.zeros(3), torch.zeros(3))
     nodes = [node for node in fw_graphs[0].graph.nodes if node.op == "call_function"]
@@ -237,8 +240,8 @@ assert seen["has_side_effect_registered"]["nodes"]["legacy_log"] is True
 # - **A random op.** The node is the op itself. During compilation DCE counts `nondeterministic_seeded` ops as
 #   impure only when `torch._inductor.config.fallback_random` is on (it is off by default), so it is erased. The
 #   next cell turns the flag on.
-# - **An effect.** `with_effects` is not impure either; it stays because it returns a *token* (`getitem`) that the
-#   graph returns, so the next compiled call can order its effects after this one.
+# - **An effect.** `with_effects` is not impure either; it stays because it returns a new *token* (`getitem`)
+#   that is an output of the graph, so the node has a user. (The token also comes in as an extra graph input.)
 # - **`has_side_effect`.** The op is its own node and torch lists it as side-effectful: the only case where the op's
 #   node itself answers "impure".
 
@@ -261,6 +264,7 @@ assert calls == {"noise": 1} and "noise" not in erased
 # %%
 print(torch.fx.node.has_side_effect.__doc__.strip().splitlines()[2:5])
 assert "please do not add to this set" in torch.fx.node.has_side_effect.__doc__
+assert "experimental and is *NOT* backward-compatible" in torch.fx.node.has_side_effect.__doc__
 assert torch._library.custom_ops.CustomOpDef.register_effect.__doc__ is None
 assert hasattr(torch.library, "_register_effectful_op") and not hasattr(torch.library, "register_effectful_op")
 
@@ -367,6 +371,7 @@ def run_four_shapes(fullgraph):
             return f"raised {type(error).__name__}: {error}", len(compiled_runs), ran.get("double", 0)
     return "all four calls returned the right answer", len(compiled_runs), ran.get("double", 0)
 
+assert torch._dynamo.config.recompile_limit == 8
 limit = {fullgraph: run_four_shapes(fullgraph) for fullgraph in (False, True)}
 for fullgraph, (outcome, compiled, kernel) in limit.items():
     print(f"fullgraph={fullgraph!s:<5} {outcome}; calls through a compiled graph: {compiled}, kernel calls: {kernel}")
@@ -398,7 +403,7 @@ def sums_positives(x):
 
 # %% [markdown]
 # `torch.compile(fullgraph=True)` also turns on `torch._dynamo.config.capture_dynamic_output_shape_ops` (the
-# `torch.compile` docstring says so). Without it, Dynamo cannot put such an op in a graph: it **breaks the graph**
+# `torch.compile` docstring says so; the cell checks that sentence). Without it, Dynamo cannot put such an op in a graph: it **breaks the graph**
 # and the kernel runs eagerly. A backend that records each graph Dynamo hands it:
 
 # %%
@@ -412,6 +417,7 @@ def dynamo_graphs(fn, x, **compile_options):
     torch.compile(fn, backend=recording, **compile_options)(x)
     return graphs, ran.get("positives", 0)
 
+assert "capture_dynamic_output_shape_ops" in torch.compile.__doc__
 x = torch.tensor([1.0, -2.0, 3.0, -4.0])
 capture = {"fullgraph=False": dynamo_graphs(sums_positives, x, fullgraph=False),
            "fullgraph=True": dynamo_graphs(sums_positives, x, fullgraph=True)}
@@ -444,13 +450,14 @@ dd = {}
 for fullgraph in (True, False):
     fw_graphs, erased, calls = aot_graph(discards_both, x, torch.zeros(2), fullgraph=fullgraph)
     dd[fullgraph] = dict(calls=calls, erased=erased,
+                         impure=[str(n.target) for g in fw_graphs for n in g.graph.nodes if n.is_impure()],
                          kept=[str(n.target) for g in fw_graphs for n in g.graph.nodes if n.op == "call_function"])
     print(f"fullgraph={fullgraph!s:<5} kernel calls {calls}; double erased: {'double' in erased}\n"
           f"{'':<16}left: {dd[fullgraph]['kept']}")
 
 # %%
 assert dd[True]["calls"] == {"positives": 1}                                   # unused, yet it ran compiled
-assert "mylib.positives.default" in dd[True]["kept"] and "aten._assert_scalar.default" in dd[True]["kept"]
+assert "mylib.positives.default" in dd[True]["kept"] and "aten._assert_scalar.default" in dd[True]["impure"]
 assert "double" in dd[True]["erased"]                                           # the shape-following op: removed
 assert dd[False]["calls"] == {"positives": 1} and "mylib.positives.default" not in dd[False]["kept"]  # eager
 assert "double" in dd[False]["erased"]

@@ -340,9 +340,9 @@ log_activations.register_effect(EffectType.ORDERED)
 # raises on the original `update_stats`, which writes `stats` without declaring it:
 
 # %%
-SAMPLES = {update_stats: (torch.randn(4), torch.zeros(4)), scale: (torch.randn(4),),
-           log_activations: (torch.randn(4),)}
-passed = {op._name: set(torch.library.opcheck(op, args).values()) for op, args in SAMPLES.items()}
+SAMPLES = {"update_stats": (update_stats, (torch.randn(4), torch.zeros(4))), "scale": (scale, (torch.randn(4),)),
+           "log_activations": (log_activations, (torch.randn(4),))}
+passed = {name: set(torch.library.opcheck(op, args).values()) for name, (op, args) in SAMPLES.items()}
 print(passed)
 assert all(outcomes == {"SUCCESS"} for outcomes in passed.values())
 
@@ -409,7 +409,8 @@ assert all(word in graph_text for word in ("auto_functionalized_v2", "copy_", "w
 # ## What to remember
 #
 # - Before shipping a custom op: run `torch.library.opcheck` — or `labkit.audit`, which adds the compile checks —
-#   and give an op with an outside effect a registered effect; nothing can detect a hidden Python side effect.
+#   and give an op with an outside effect a registered effect (a private API on torch 2.13); nothing can detect a
+#   hidden Python side effect.
 # - "Custom ops run eagerly under `fullgraph=False`" is true only for ops with a data-dependent output size;
 #   "reset fixes it" is false; the real trap after a changed declaration is the compile caches.
 # - A model's bugs come one at a time: a compile error hides a silent one behind it. Fix, re-audit, re-compare.
