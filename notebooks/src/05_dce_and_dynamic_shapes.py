@@ -593,6 +593,61 @@ for name, result in checks.items():
 assert all(set(result.values()) == {"SUCCESS"} for result in checks.values())
 
 # %% [markdown]
+# **The whole compile, as a report** — `TORCH_TRACE=<dir>` makes torch write a structured trace of every compile
+# (graphs, graph breaks, guards, recompiles). torch reads that variable when it starts, so the cell runs the
+# program in a fresh Python process; `tlparse` (`pip install tlparse`) turns the trace into an HTML report with a
+# folder per compile id. Frame 0 is compiled twice (`0_0_0`, `0_0_1`): the first attempt hits the graph break and
+# restarts. Open `index.html` in a browser; here the cell lists the report and reads the graph break out of it:
+
+# %%
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+
+PROGRAM = """
+import torch
+
+@torch.library.custom_op("mylib::positives", mutates_args=())
+def positives(x: torch.Tensor) -> torch.Tensor:
+    return x[x > 0].clone()
+
+@positives.register_fake
+def _(x):
+    return x.new_empty(torch.library.get_ctx().new_dynamic_size())
+
+torch.compile(lambda x: positives(x).sum() + x.sum(), backend="aot_eager")(torch.randn(6))
+"""
+
+tlparse = shutil.which("tlparse") or shutil.which("tlparse", path=os.path.dirname(sys.executable))
+if tlparse is None:                   # e.g. on Colab: install it next to this Python
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "tlparse"], check=True)
+    tlparse = shutil.which("tlparse", path=os.path.dirname(sys.executable)) or shutil.which("tlparse")
+
+work = pathlib.Path(tempfile.mkdtemp())
+(work / "program.py").write_text(PROGRAM)
+subprocess.run([sys.executable, "program.py"], cwd=work, env={**os.environ, "TORCH_TRACE": str(work / "trace")},
+               check=True, capture_output=True)
+trace_file = next((work / "trace").glob("*.log"))      # one log per process
+subprocess.run([tlparse, str(trace_file), "-o", str(work / "report"), "--overwrite", "--no-browser",
+                "--plain-text"], check=True, capture_output=True)
+
+report = work / "report"
+frames = {folder.name: sorted(f.name for f in folder.iterdir()) for folder in sorted(report.iterdir()) if folder.is_dir()}
+break_files = [report / frame / name for frame, names in frames.items() for name in names if "graph_break" in name]
+print("report: index.html, and a folder per compile id (frame_recompile_attempt):", list(frames))
+print("files about the graph break:", [f"{f.parent.name}/{f.name}" for f in break_files])
+print("\n".join(dict.fromkeys(line.strip() for line in break_files[0].read_text().splitlines()
+                              if "Dynamic shape operator" in line or "Explanation" in line)))
+
+# %%
+assert (report / "index.html").exists() and break_files
+assert "Dynamic shape operator" in break_files[0].read_text()
+assert any(name.startswith("aot_inference_graph") for names in frames.values() for name in names)   # the resumed frame
+
+# %% [markdown]
 # ## Exercise 1: count the compiles
 #
 # With `dynamic=None` and the shape sequence `4 → 6 → 4`, how many graphs does Dynamo compile in total?
