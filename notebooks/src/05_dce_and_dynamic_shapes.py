@@ -449,7 +449,10 @@ assert "double" in dd[False]["erased"]
 # | `fullgraph=True` | traced, **removed** | traced, **kept** (its size feeds `_assert_scalar`) |
 #
 # Dead-code elimination *does* depend on shapes — through the unbacked size, not through `dynamic=`. For
-# shape-following ops the `dynamic` mode changes nothing; checked for two of them under every mode, on three shapes:
+# shape-following ops the `dynamic` mode changes nothing; checked for two of them under every mode, on three shapes
+# (on a GPU this runs on CUDA; the stored outputs are from a CPU). A widely shared post cites a disabled CI test,
+# `test_custom_op_dce_dynamic_shapes_cuda`, as evidence of the opposite; we found no such test in PyTorch's
+# sources or issues.
 
 # %%
 by_mode = {}
@@ -461,44 +464,7 @@ print(by_mode)
 assert not any(by_mode.values())
 
 # %% [markdown]
-# ### A disabled CI test, rebuilt
-#
-# A widely shared post cites a disabled PyTorch CI test, `test_custom_op_dce_dynamic_shapes_cuda`. We could not
-# find that test in PyTorch's sources or issues; here is its scenario as a cell that asserts: under dynamic
-# shapes, an unused pure (shape-following) custom op is removed and a side-effecting one kept. On a GPU the cell
-# runs on CUDA; the stored output is from a CPU, and the CUDA branch has not been run by the lab's authors.
-
-# %%
-outcome = {}
-for declaration in ("pure, result unused", "has_side_effect"):
-    op, report = labkit.widgets.dce_experiment(declaration, True, (4, 6, 8), device=device.type, namespace="nb05ci")
-    outcome[declaration] = report.fate(op.name)["ran"]
-    assert report.graphs_per_call == [1, 0, 0] and report.verdict.agree
-kernel_kind = "Triton" if any("triton" in c for c in report.inductor_code) else "C++"
-print(f"device={device.type}: {outcome}; generated kernels: {kernel_kind}")
-assert outcome == {"pure, result unused": False, "has_side_effect": True}
-
-# %% [markdown]
-# ## 5. Myth check: "`fullgraph=False` makes custom ops run eagerly"
-#
-# True for the data-dependent op of section 4; false for a shape-following one. With `fullgraph=False` and a real
-# graph break (a `print`) right after an unused shape-following op, Dynamo makes two graphs — and the op is still
-# traced and removed. (The print shows twice: once from labkit's eager reference run, once from the compiled run,
-# where Dynamo runs the `print` itself between the two graphs.)
-
-# %%
-def with_a_graph_break(x):
-    pure(x)
-    print("(a print is a graph break)")
-    return x + 1
-
-myth = labkit.compile_and_compare(with_a_graph_break, torch.ones(4, device=device), backend="inductor",
-                                  fullgraph=False)
-print("graphs:", myth.graphs_per_call, "| kernel calls compiled:", myth.compiled_calls["nb05::pure"])
-assert myth.graphs_per_call == [2] and myth.compiled_calls["nb05::pure"] == 0
-
-# %% [markdown]
-# ## 6. The dynamic-mode widget
+# ## 5. The dynamic-mode widget
 #
 # Flip the dynamic mode, the op's declaration, the shape sequence and (with a GPU) the device. The view shows
 # the real kernel calls, the op's fate at each stage, the generated code, the recompile count and the sizes each
@@ -514,7 +480,7 @@ print(dynamic_lab.report.graphs_per_call, "recompiles:", dynamic_lab.report.reco
 assert dynamic_lab.report.graphs_per_call == [1, 1, 0]
 
 # %% [markdown]
-# ## 7. In your own project
+# ## 6. In your own project
 #
 # Everything above, with torch's tools only. **Graph breaks and recompiles** — `TORCH_LOGS="graph_breaks,recompiles"`
 # in the shell, or `torch._logging.set_logs(graph_breaks=True, recompiles=True)` in Python (captured here with
