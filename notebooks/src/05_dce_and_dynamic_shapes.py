@@ -381,7 +381,8 @@ def sums_positives(x):
 
 # %% [markdown]
 # `torch.compile(fullgraph=True)` also turns on `torch._dynamo.config.capture_dynamic_output_shape_ops` (the
-# `torch.compile` docstring says so; the cell checks that sentence). Without it, Dynamo cannot put such an op in a graph: it **breaks the graph**
+# `torch.compile` docstring says so; the cell checks that sentence; it came with
+# https://github.com/pytorch/pytorch/pull/163123, September 2025). Without it, Dynamo cannot put such an op in a graph: it **breaks the graph**
 # and the kernel runs eagerly. A backend that records each graph Dynamo hands it:
 
 # %%
