@@ -9,7 +9,7 @@
 #   op, unused, is **kept** under `fullgraph=True`;
 # - torch's own tools for all of it: `set_logs`/`TORCH_LOGS`, `TORCH_TRACE` + `tlparse`, `explain`, `opcheck`.
 #
-# **Time:** about 30 minutes. **Before:** 00–02. Runs on the CPU. Outputs recorded on torch 2.13.0 (CPU);
+# **Time:** about 40 minutes. **Before:** 00–02. Runs on the CPU. Outputs recorded on torch 2.13.0 (CPU);
 # nothing here was run on a GPU.
 #
 # **labkit vs plain torch.** `labkit.compile_and_compare` runs a function eagerly and compiled (default
@@ -95,36 +95,27 @@ def bump_(x: torch.Tensor) -> None:
     count("bump_")
     x.add_(1)
 
-@bump_.register_fake
-def _(x):
-    return None
+bump_.register_fake(lambda x: None)               # a fake kernel: nothing to return
 
 @torch.library.custom_op("mylib::noise", mutates_args=(), tags=(torch.Tag.nondeterministic_seeded,))
 def noise(x: torch.Tensor) -> torch.Tensor:
     count("noise")
     return torch.rand_like(x)
 
-@noise.register_fake
-def _(x):
-    return torch.empty_like(x)
+noise.register_fake(lambda x: torch.empty_like(x))
 
 @torch.library.custom_op("mylib::log_stats", mutates_args=())
 def log_stats(x: torch.Tensor) -> None:
     count("log_stats")          # imagine: writes x.mean() to a log file
 
-@log_stats.register_fake
-def _(x):
-    return None
-
+log_stats.register_fake(lambda x: None)
 log_stats.register_effect(EffectType.ORDERED)     # CustomOpDef.register_effect: no docstring in 2.13
 
 @torch.library.custom_op("mylib::legacy_log", mutates_args=())
 def legacy_log(x: torch.Tensor) -> None:
     count("legacy_log")
 
-@legacy_log.register_fake
-def _(x):
-    return None
+legacy_log.register_fake(lambda x: None)
 
 _ = torch.fx.node.has_side_effect(torch.ops.mylib.legacy_log.default)   # experimental, see below
 
@@ -327,9 +318,7 @@ def double(x: torch.Tensor) -> torch.Tensor:
     count("double")
     return x * 2
 
-@double.register_fake
-def _(x):
-    return torch.empty_like(x)
+double.register_fake(lambda x: torch.empty_like(x))
 
 def calls_double(x):
     return double(x) + 1
@@ -578,7 +567,7 @@ subprocess.run([tlparse, str(trace_file), "-o", str(work / "report"), "--overwri
 report = work / "report"
 frames = {folder.name: sorted(f.name for f in folder.iterdir()) for folder in sorted(report.iterdir()) if folder.is_dir()}
 break_files = [report / frame / name for frame, names in frames.items() for name in names if "graph_break" in name]
-print("report: index.html, and a folder per compile id (frame_recompile_attempt):", list(frames))
+print("report: index.html, and a folder per compile (rank_frame_recompile_attempt):", list(frames))
 print("files about the graph break:", [f"{f.parent.name}/{f.name}" for f in break_files])
 print("\n".join(dict.fromkeys(line.strip() for line in break_files[0].read_text().splitlines()
                               if "Dynamic shape operator" in line or "Explanation" in line)))
