@@ -4,12 +4,12 @@
 # **What you will learn**
 # - *where* `torch.compile` removes unused ops, and *how*: `node.is_impure()`, asked of each **graph node**;
 # - what keeps an op alive (a `copy_` into an input, an effect token, `has_side_effect`) and what does not;
-# - static vs dynamic shapes, recompiles, and `recompile_limit`;
+# - static vs dynamic shapes, and when torch recompiles;
 # - when a custom op **does** run eagerly (a data-dependent output size under `fullgraph=False`), and why such an
 #   op, unused, is **kept** under `fullgraph=True`;
-# - torch's own tools for all of it: `set_logs`/`TORCH_LOGS`, `TORCH_TRACE` + `tlparse`, `explain`, `opcheck`.
+# - torch's own tools for all of it: `set_logs`/`TORCH_LOGS`, `explain`, `opcheck`.
 #
-# **Time:** about 40 minutes. **Before:** 00–02. Runs on the CPU. Outputs recorded on torch 2.13.0 (CPU);
+# **Time:** about 30 minutes. **Before:** 00–02. Runs on the CPU. Outputs recorded on torch 2.13.0 (CPU);
 # nothing here was run on a GPU.
 #
 # **labkit vs plain torch.** `labkit.compile_and_compare` runs a function eagerly and compiled (default
@@ -63,10 +63,8 @@ fig.tight_layout()
 # %% [markdown]
 # - **Dynamo** records every call: with `backend="eager"` (Dynamo only) the op runs.
 # - **AOTAutograd** runs dead-code elimination on its graph: the op is gone before Inductor sees it.
-# - **Inductor** has two more dead-code passes of its own: an FX pass gated by `torch._inductor.config.dce` (off by
-#   default) and one in its scheduler, gated by `use_dce` (on). For every op in this notebook AOTAutograd has
-#   already removed the dead node before Inductor runs, so no cell here shows Inductor's passes removing
-#   anything; the cell below only shows how they are configured.
+# - **Inductor** has dead-code passes of its own (an FX pass behind `torch._inductor.config.dce`, off by default;
+#   one in its scheduler behind `use_dce`, on), but in this notebook AOTAutograd always removes the dead node first.
 
 # %%
 import torch._inductor.config as inductor_config
@@ -270,7 +268,7 @@ assert hidden_fate["ran"] is False
 # `torch.compile` specialises a graph to the shapes it saw, and recompiles when they change — unless it
 # compiles with *symbolic* sizes:
 #
-# - `dynamic=False` — always static: one graph per new shape (up to `recompile_limit`, below);
+# - `dynamic=False` — always static: one graph per new shape (up to `recompile_limit`: notebook 07);
 # - `dynamic=True` — symbolic from the start: one graph for the sizes used here;
 # - `dynamic=None` (the default) — static first; when a size changes, recompile once with that size symbolic.
 
@@ -291,63 +289,10 @@ assert graphs[None].dynamo_graphs[1].input_shapes[-1].startswith("[s")   # a sym
 
 # %% [markdown]
 # A symbolic size prints as `s` and a number, e.g. `[s77]`. The number is a name torch picks (it depends on where
-# the size came from), not a value: compare symbolic sizes by their form, never by the number.
+# the size came from), not a value: compare symbolic sizes by their form, never by the number. (`mark_dynamic`,
+# `mark_unbacked` and `recompile_limit` — choosing symbolic sizes per tensor, and what happens after too many
+# recompiles — are in notebook 07.)
 #
-# `torch._dynamo.mark_dynamic(x, 0)` asks for a symbolic dimension 0 on the *first* compile, without
-# `dynamic=True` for everything. The graph's last input is then the symbolic size itself (a `SymInt`):
-
-# %%
-first = torch.ones(4, device=device)
-torch._dynamo.mark_dynamic(first, 0)
-marked = labkit.compile_and_compare(result_unused(pure), calls=[(first,), (torch.ones(6, device=device),)],
-                                    backend="aot_eager", dynamic=None)
-print(marked.graphs_per_call, marked.dynamo_graphs[0].input_shapes)
-assert marked.graphs_per_call == [1, 0] and marked.dynamo_graphs[0].input_shapes[-1].startswith("[s")
-
-# %% [markdown]
-# ### `recompile_limit`: where static shapes fall back to eager
-#
-# With `dynamic=False`, every new shape is a new graph — until the frame has been compiled
-# `torch._dynamo.config.recompile_limit` times (8 by default). Then `fullgraph=False` runs the frame **eagerly**
-# from then on, and `fullgraph=True` raises. Plain torch, with the limit set to 2 to keep it short and a backend
-# that counts how many calls went through a compiled graph:
-
-# %%
-@torch.library.custom_op("mylib::double", mutates_args=())
-def double(x: torch.Tensor) -> torch.Tensor:
-    count("double")
-    return x * 2
-
-double.register_fake(lambda x: torch.empty_like(x))
-
-def calls_double(x):
-    return double(x) + 1
-
-def run_four_shapes(fullgraph):
-    compiled_runs = []
-    def counting(gm, example_inputs):
-        return lambda *args: compiled_runs.append(1) or gm.forward(*args)
-    torch._dynamo.reset()
-    ran.clear()
-    f = torch.compile(calls_double, backend=counting, dynamic=False, fullgraph=fullgraph)
-    with torch._dynamo.config.patch(recompile_limit=2), torch_logs() as warnings_text:
-        try:
-            for n in (2, 3, 4, 5):
-                assert torch.equal(f(torch.ones(n)), torch.full((n,), 3.0))
-        except torch._dynamo.exc.FailOnRecompileLimitHit as error:
-            return f"raised {type(error).__name__}: {error}", len(compiled_runs), ran.get("double", 0)
-    return "all four calls returned the right answer", len(compiled_runs), ran.get("double", 0)
-
-assert torch._dynamo.config.recompile_limit == 8
-limit = {fullgraph: run_four_shapes(fullgraph) for fullgraph in (False, True)}
-for fullgraph, (outcome, compiled, kernel) in limit.items():
-    print(f"fullgraph={fullgraph!s:<5} {outcome}; calls through a compiled graph: {compiled}, kernel calls: {kernel}")
-
-# %%
-assert limit[False] == ("all four calls returned the right answer", 2, 4)      # calls 3 and 4 ran eagerly
-assert limit[True][0].startswith("raised FailOnRecompileLimitHit") and limit[True][1:] == (2, 2)
-
-# %% [markdown]
 # ## 4. Data-dependent output sizes: when `fullgraph` changes everything
 #
 # Most fake kernels *follow the input shapes*: the output's size is a function of the inputs' sizes. Some ops
@@ -409,6 +354,13 @@ for setting in ("fullgraph=True", "fullgraph=False + capture flag"):
 # thrown away too:
 
 # %%
+@torch.library.custom_op("mylib::double", mutates_args=())
+def double(x: torch.Tensor) -> torch.Tensor:
+    count("double")
+    return x * 2
+
+double.register_fake(lambda x: torch.empty_like(x))
+
 def discards_both(x, y):
     positives(x)
     double(x)
@@ -472,27 +424,7 @@ assert dynamic_lab.report.graphs_per_call == [1, 1, 0]
 # %% [markdown]
 # ## 6. In your own project
 #
-# Everything above, with torch's tools only. **Graph breaks and recompiles** — `TORCH_LOGS="graph_breaks,recompiles"`
-# in the shell, or `torch._logging.set_logs(graph_breaks=True, recompiles=True)` in Python (captured here with
-# section 2's `torch_logs` helper so the cell can check it):
-
-# %%
-torch._dynamo.reset()
-with torch_logs(graph_breaks=True, recompiles=True) as log:
-    f = torch.compile(sums_positives, backend="eager")
-    f(torch.randn(4))
-    f(torch.randn(6))
-lines = log.getvalue().splitlines()
-print("\n".join(line.split("] ", 1)[-1].strip() for line in lines if "Explanation" in line or "size mismatch" in line))
-assert any("Dynamic shape operator" in line for line in lines)                       # the graph break, and why
-assert any("depends on input Tensor data" in line for line in lines)
-assert any("Recompiling function" in line for line in lines)                          # the second shape
-assert any("size mismatch at index 0. expected 4, actual 6" in line for line in lines)
-
-# %% [markdown]
-# The graph break is logged once per compile of the frame: once for size 4, again when size 6 recompiles it.
-#
-# **What dead-code elimination erased** — `TORCH_LOGS="+torch.fx.graph"`, or
+# Everything above, with torch's tools only. **What dead-code elimination erased** — `TORCH_LOGS="+torch.fx.graph"`, or
 # `set_logs(modules={"torch.fx.graph": logging.INFO})`: each pass logs "The following nodes were dead code
 # eliminated" with the node names (section 2's `aot_graph` reads exactly this). **Where the graph breaks** —
 # `torch._dynamo.explain` compiles once and reports the graphs and each break's reason:
@@ -523,62 +455,9 @@ for name, result in checks.items():
 assert all(set(result.values()) == {"SUCCESS"} for result in checks.values())
 
 # %% [markdown]
-# **The whole compile, as a report** — `TORCH_TRACE=<dir>` makes torch write a structured trace of every compile
-# (graphs, graph breaks, guards, recompiles). torch reads that variable when it starts, so the cell runs the
-# program in a fresh Python process; `tlparse` (`pip install tlparse`) turns the trace into an HTML report with a
-# folder per compile id. Frame 0 is compiled twice (`0_0_0`, `0_0_1`): the first attempt hits the graph break and
-# restarts. Open `index.html` in a browser; here the cell lists the report and reads the graph break out of it:
-
-# %%
-import os
-import pathlib
-import shutil
-import subprocess
-import sys
-import tempfile
-
-PROGRAM = """
-import torch
-
-@torch.library.custom_op("mylib::positives", mutates_args=())
-def positives(x: torch.Tensor) -> torch.Tensor:
-    return x[x > 0].clone()
-
-@positives.register_fake
-def _(x):
-    return x.new_empty(torch.library.get_ctx().new_dynamic_size())
-
-torch.compile(lambda x: positives(x).sum() + x.sum(), backend="aot_eager")(torch.randn(6))
-"""
-
-tlparse = shutil.which("tlparse") or shutil.which("tlparse", path=os.path.dirname(sys.executable))
-if tlparse is None:                   # e.g. on Colab: install it next to this Python
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "tlparse"], check=True)
-    tlparse = shutil.which("tlparse", path=os.path.dirname(sys.executable)) or shutil.which("tlparse")
-
-work = pathlib.Path(tempfile.mkdtemp())
-(work / "program.py").write_text(PROGRAM)
-subprocess.run([sys.executable, "program.py"], cwd=work, env={**os.environ, "TORCH_TRACE": str(work / "trace")},
-               check=True, capture_output=True)
-trace_file = next((work / "trace").glob("*.log"))      # one log per process
-subprocess.run([tlparse, str(trace_file), "-o", str(work / "report"), "--overwrite", "--no-browser",
-                "--plain-text"], check=True, capture_output=True)
-
-report = work / "report"
-frames = {folder.name: sorted(f.name for f in folder.iterdir()) for folder in sorted(report.iterdir()) if folder.is_dir()}
-break_files = [report / frame / name for frame, names in frames.items() for name in names if "graph_break" in name]
-print("report: index.html, and a folder per compile (rank_frame_recompile_attempt):", list(frames))
-print("files about the graph break:", [f"{f.parent.name}/{f.name}" for f in break_files])
-print("\n".join(dict.fromkeys(line.strip() for line in break_files[0].read_text().splitlines()
-                              if "Dynamic shape operator" in line or "Explanation" in line)))
-
-# %%
-assert (report / "index.html").exists() and break_files
-assert {"-_0_0_0", "-_0_0_1"} <= set(frames)                       # frame 0: a first attempt, then a restart
-assert "Dynamic shape operator" in break_files[0].read_text()
-assert any(name.startswith("aot_inference_graph") for names in frames.values() for name in names)   # the resumed frame
-
-# %% [markdown]
+# Graph-break and recompile logs (`TORCH_LOGS="graph_breaks,recompiles"`) and a whole compile as a `TORCH_TRACE`
+# report read with `tlparse` are in notebook 07, on section 4's data-dependent op.
+#
 # ## Exercise 1: count the compiles
 #
 # With `dynamic=None` and the shape sequence `4 → 6 → 4`, how many graphs does Dynamo compile in total?
@@ -642,8 +521,7 @@ print("solution checked")
 #   the `copy_` back into an input is what keeps it. An effect keeps its op through the token it returns;
 #   `has_side_effect` marks the op's node itself. Python side effects, dead temporaries and (by default) random ops
 #   are removed. Effects and `has_side_effect` are private or experimental APIs.
-# - `dynamic=False/True/None` and `mark_dynamic` decide how often you compile and whether sizes are symbolic.
-#   Past `recompile_limit` a frame runs eagerly (`fullgraph=False`) or raises (`fullgraph=True`).
+# - `dynamic=False/True/None` decides how often you compile and whether sizes are symbolic.
 # - An op whose fake kernel uses `new_dynamic_size()` graph-breaks and runs eagerly under `fullgraph=False`; under
 #   `fullgraph=True` it is captured, and an unused one is kept alive by its `_assert_scalar`. For shape-following
 #   ops `fullgraph` changes nothing about DCE.
@@ -668,4 +546,5 @@ print("solution checked")
 # - Dead code elimination of collectives (an outside effect removed): https://github.com/pytorch/pytorch/issues/130918
 # - Compiled-autograd DCE of custom ops: https://github.com/pytorch/pytorch/issues/149181
 #
-# **Next:** 06 · Field guide.
+# **Next:** 06 · Field guide. Data-dependent shapes in depth (`new_dynamic_size(min=, max=)`, `int` vs `SymInt`,
+# `mark_unbacked`, `recompile_limit`): notebook 07.
