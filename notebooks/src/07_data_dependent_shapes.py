@@ -37,6 +37,8 @@ print("torch", torch.__version__)
 # (`torch._logging.set_logs`, the Python form of `TORCH_LOGS`) as text so a cell can check it.
 
 # %%
+import re
+
 ran = {}
 def count(name):
     ran[name] = ran.get(name, 0) + 1
@@ -100,6 +102,7 @@ print("the op's output, as traced:", op_node.meta["example_value"].shape)
 assert len(graphs) == 1 and calls == {"positives": 1}
 assert str(op_node.meta["example_value"].shape) == "torch.Size([u0])"
 assert "Runtime assertion failed for expression u0 >= 0" in graphs[0].code
+assert all(n.is_impure() for n in graphs[0].graph.nodes if n.target is torch.ops.aten._assert_scalar.default)
 
 # %% [markdown]
 # The size is `u0`, an **unbacked** symbolic size. Compare `s77` in notebook 05: a *backed* size comes from an
@@ -142,6 +145,7 @@ print("6 positives, compiled:", broken_promise)
 
 # %%
 assert torch.equal(compiled_top(three), doubles_top(three))
+assert doubles_top(six).shape == (6,)                   # eager: no check
 assert broken_promise == "Runtime assertion failed for expression u0 <= 4 on node 'le'"
 
 # %% [markdown]
@@ -156,6 +160,7 @@ assert broken_promise == "Runtime assertion failed for expression u0 <= 4 on nod
 from torch._library.fake_impl import FakeImplCtx        # the class of get_ctx() inside a fake kernel
 
 assert "undefined behavior" in FakeImplCtx.new_dynamic_size.__doc__
+assert "add an assertion in the CPU/CUDA/etc" in FakeImplCtx.new_dynamic_size.__doc__
 assert set(torch.library.opcheck(top_positives, (six,)).values()) == {"SUCCESS"}
 
 
@@ -172,7 +177,7 @@ try:
     torch.compile(bounded_by_input, backend="aot_eager", fullgraph=True, dynamic=True)(x)
     symbolic_bound = "no error"
 except Exception as error:                       # Dynamo wraps the fake kernel's ValueError
-    symbolic_bound = next(line.strip() for line in str(error).splitlines() if "ValueError" in line)
+    symbolic_bound = re.search(r"expected min and max to be .*? SymInt", str(error)).group(0)
 print(symbolic_bound)
 assert "expected min and max to be statically known ints but got SymInt" in symbolic_bound
 
@@ -192,6 +197,7 @@ for fullgraph in (False, True):
     placement[fullgraph] = (len(graphs), in_a_graph, calls["positives"])
     print(f"fullgraph={fullgraph!s:<5} graphs: {len(graphs)}  op in a graph: {in_a_graph}  kernel calls: {calls}")
 assert placement == {False: (1, False, 1), True: (1, True, 1)}
+assert "capture_dynamic_output_shape_ops" in torch.compile.__doc__      # the docstring says fullgraph=True sets it
 
 # %% [markdown]
 # The size itself follows the same rule. Python code that *branches* on it asks torch for a value it does not
@@ -217,11 +223,12 @@ for fullgraph in (False, True):
 # %%
 assert torch.equal(branching[False], branches_on_size(x))
 assert "Could not guard on data-dependent expression u0 > 2" in branching[True]
+assert "torch._check" in branching[True]
 
 # %% [markdown]
-# The error names the fixes: `torch._check*()` when *you* know the answer (it becomes another runtime assert), or
-# code that does not branch in Python. `torch.cond` puts both branches in the graph and picks one at run time (its
-# docstring calls it a *prototype* feature):
+# The error suggests `torch._check*()`: for when *you* know the answer (your check becomes another runtime assert).
+# When the answer really depends on the data, keep the branch out of Python: `torch.cond` puts both branches in the
+# graph and picks one at run time (its docstring calls it a *prototype* feature):
 
 # %%
 def conds_on_size(x):
@@ -302,7 +309,6 @@ assert recompiles == {("repeat_int", None): 4, ("repeat_int", True): 4,
 # none, as the cell checks:
 
 # %%
-import re
 import warnings
 
 with warnings.catch_warnings(record=True) as caught, torch_logs(recompiles=True) as log:
@@ -353,8 +359,19 @@ assert marks["mark_unbacked"] == ([1, 0, 0, 0], "torch.Size([u0])")
 if torch.__version__.startswith("2.13."):
     assert not hasattr(torch._dynamo, "mark_unbacked")
 
+unbacked_input = torch.ones(4)                        # section 3's price, for an unbacked input size
+mark_unbacked(unbacked_input, 0)
+torch._dynamo.reset()
+try:
+    torch.compile(lambda t: t.sum() if t.shape[0] > 2 else t.mean(), backend="eager", fullgraph=True)(unbacked_input)
+    branch_error = "no error"
+except torch._dynamo.exc.UserError as error:
+    branch_error = str(error)
+assert "Could not guard on data-dependent expression u0 > 2" in branch_error
+
 # %% [markdown]
-# The price of unbacked is section 3's: code that branches on the size cannot compile under `fullgraph=True`.
+# The price of unbacked is section 3's: code that branches on the size cannot compile under `fullgraph=True`
+# (the cell checks that too).
 #
 # ## 6. `recompile_limit`: eager, or an error — by `fullgraph`
 #
@@ -474,9 +491,18 @@ assert any(name.startswith("aot_inference_graph") for names in frames.values() f
 # %% [markdown]
 # **Is the declaration right?** `torch.library.opcheck(op, args)` (section 2) checks the fake kernel against the
 # real one on your sample inputs — shapes, dtypes, the schema — but not your `min`/`max`: assert those in the
-# kernel. **Unbacked sizes in detail** — `TORCH_LOGS="dynamic"` logs every symbol torch creates (`u0`, `s77`) and
-# every guard and runtime assert it adds.
-#
+# kernel. **Unbacked sizes in detail** — `TORCH_LOGS="dynamic"` (`set_logs(dynamic=logging.INFO)`) logs each symbol
+# torch creates and the range it knows for it; here section 2's op, with its promise `max=4`:
+
+# %%
+torch._dynamo.reset()
+with torch_logs(dynamic=logging.INFO) as log:
+    torch.compile(doubles_top, backend="aot_eager", fullgraph=True)(three)
+symbols = re.findall(r"(?:create_unbacked_symint|constrain_symbol_range) u0 \[[^\]]*\]", log.getvalue())
+print("\n".join(symbols))
+assert symbols[0].startswith("create_unbacked_symint u0") and "constrain_symbol_range u0 [0, 4]" in symbols
+
+# %% [markdown]
 # ## Exercise 1: count the graphs
 #
 # Under `dynamic=True`, `repeat_int` and `repeat_symint` are called with `n = 2, 3, 2, 5`. How many graphs does
