@@ -33,8 +33,8 @@ labkit.setup(warm_inductor=False)     # nothing here uses Inductor
 print("torch", torch.__version__)
 
 # %% [markdown]
-# Two helpers used throughout: one counts kernel calls, the other captures torch's log
-# (`torch._logging.set_logs`, the Python form of `TORCH_LOGS`) as text so a cell can check it.
+# Three helpers used throughout: one counts kernel calls, one returns the error a call raises (as text), and one
+# captures torch's log (`torch._logging.set_logs`, the Python form of `TORCH_LOGS`) so a cell can check it.
 
 # %%
 import re
@@ -42,6 +42,15 @@ import re
 ran = {}
 def count(name):
     ran[name] = ran.get(name, 0) + 1
+
+
+def error_of(call):
+    """Run call(); return what it raised as "ErrorType: message", or None if it returned."""
+    try:
+        call()
+    except Exception as error:
+        return f"{type(error).__name__}: {error}"
+    return None
 
 
 @contextlib.contextmanager
@@ -136,17 +145,13 @@ three, six = torch.tensor([1.0, -2.0, 3.0, 4.0]), torch.arange(1.0, 7.0)
 torch._dynamo.reset()
 print("3 positives, compiled:", compiled_top(three))
 print("6 positives, eager:   ", doubles_top(six))
-try:
-    compiled_top(six)
-    broken_promise = "no error"
-except RuntimeError as error:
-    broken_promise = str(error).splitlines()[0]
+broken_promise = error_of(lambda: compiled_top(six))
 print("6 positives, compiled:", broken_promise)
 
 # %%
 assert torch.equal(compiled_top(three), doubles_top(three))
 assert doubles_top(six).shape == (6,)                   # eager: no check
-assert broken_promise == "Runtime assertion failed for expression u0 <= 4 on node 'le'"
+assert broken_promise == "RuntimeError: Runtime assertion failed for expression u0 <= 4 on node 'le'"
 
 # %% [markdown]
 # Eager mode trusts the kernel and returns six values; the compiled graph checks the promise and stops. Do not
@@ -164,21 +169,15 @@ assert "add an assertion in the CPU/CUDA/etc" in FakeImplCtx.new_dynamic_size.__
 assert set(torch.library.opcheck(top_positives, (six,)).values()) == {"SUCCESS"}
 
 
-@torch.library.custom_op("nb07::bounded_by_input", mutates_args=())
-def bounded_by_input(x: torch.Tensor) -> torch.Tensor:
-    return x[x > 0].clone()
-
-@bounded_by_input.register_fake
-def _(x):
-    return x.new_empty(torch.library.get_ctx().new_dynamic_size(max=x.shape[0]))   # a SymInt under dynamic=True
+bounded_by_input = torch.library.custom_op("nb07::bounded_by_input", lambda x: x[x > 0].clone(), mutates_args=(),
+                                           schema="(Tensor x) -> Tensor")
+bounded_by_input.register_fake(   # under dynamic=True, x.shape[0] is a SymInt
+    lambda x: x.new_empty(torch.library.get_ctx().new_dynamic_size(max=x.shape[0])))
 
 torch._dynamo.reset()
-try:
-    torch.compile(bounded_by_input, backend="aot_eager", fullgraph=True, dynamic=True)(x)
-    symbolic_bound = "no error"
-except Exception as error:                       # Dynamo wraps the fake kernel's ValueError
-    symbolic_bound = re.search(r"expected min and max to be .*? SymInt", str(error)).group(0)
-print(symbolic_bound)
+symbolic_bound = error_of(lambda: torch.compile(bounded_by_input, backend="aot_eager", fullgraph=True,
+                                                      dynamic=True)(x))
+print(re.search(r"expected min and max to be .*? SymInt", symbolic_bound).group(0))
 assert "expected min and max to be statically known ints but got SymInt" in symbolic_bound
 
 # %% [markdown]
@@ -187,7 +186,8 @@ assert "expected min and max to be statically known ints but got SymInt" in symb
 # `torch.compile(fullgraph=True)` turns on `capture_dynamic_output_shape_ops`; without it Dynamo cannot put an op
 # with an unbacked output size in a graph. Notebook 05 §4 showed the consequences; here they are in one cell. Under
 # `fullgraph=False` the graph breaks at the op: its kernel runs eagerly, and the code after it (the two sums) is the
-# only graph. Under `fullgraph=True` the op is in the graph:
+# only graph. Under `fullgraph=True` the op is in the graph — and, unused, it still runs (its size feeds
+# `_assert_scalar`):
 
 # %%
 placement = {}
@@ -198,6 +198,16 @@ for fullgraph in (False, True):
     print(f"fullgraph={fullgraph!s:<5} graphs: {len(graphs)}  op in a graph: {in_a_graph}  kernel calls: {calls}")
 assert placement == {False: (1, False, 1), True: (1, True, 1)}
 assert "capture_dynamic_output_shape_ops" in torch.compile.__doc__      # the docstring says fullgraph=True sets it
+
+def discards(x):
+    positives(x)                                    # result unused
+    return x + 1
+
+torch._dynamo.reset()
+ran.clear()
+torch.compile(discards, backend="aot_eager", fullgraph=True)(x)
+print("unused, fullgraph=True, kernel calls:", ran)
+assert ran == {"positives": 1}
 
 # %% [markdown]
 # The size itself follows the same rule. Python code that *branches* on it asks torch for a value it does not
@@ -211,19 +221,16 @@ def branches_on_size(x):
         return kept.sum()
     return kept.mean()
 
-branching = {}
-for fullgraph in (False, True):
-    torch._dynamo.reset()
-    try:
-        branching[fullgraph] = torch.compile(branches_on_size, backend="aot_eager", fullgraph=fullgraph)(x)
-    except torch._dynamo.exc.UserError as error:
-        branching[fullgraph] = str(error).splitlines()[0]
-    print(f"fullgraph={fullgraph!s:<5} {branching[fullgraph]}")
+torch._dynamo.reset()
+with_break = torch.compile(branches_on_size, backend="aot_eager")(x)
+torch._dynamo.reset()
+no_way_out = error_of(lambda: torch.compile(branches_on_size, backend="aot_eager", fullgraph=True)(x))
+print("fullgraph=False", with_break, "\nfullgraph=True ", no_way_out.splitlines()[0])
 
 # %%
-assert torch.equal(branching[False], branches_on_size(x))
-assert "Could not guard on data-dependent expression u0 > 2" in branching[True]
-assert "torch._check" in branching[True]
+assert torch.equal(with_break, branches_on_size(x))
+assert no_way_out.startswith("UserError") and "Could not guard on data-dependent expression u0 > 2" in no_way_out
+assert "torch._check" in no_way_out
 
 # %% [markdown]
 # The error suggests `torch._check*()`: for when *you* know the answer (your check becomes another runtime assert).
@@ -251,20 +258,13 @@ assert "prototype feature" in torch.cond.__doc__
 # be made concrete, so torch guards on its value. Three ops that repeat a tensor `n` times:
 
 # %%
-def repeat_kernel(name):
-    def kernel(x, n):
-        count(name)
-        return x.repeat(n)
-    return kernel
-
-@torch.library.custom_op("nb07::repeat_inferred", mutates_args=())
-def repeat_inferred(x: torch.Tensor, n: int) -> torch.Tensor:
-    count("repeat_inferred")
+def repeat(x: torch.Tensor, n: int) -> torch.Tensor:
+    count("repeat")
     return x.repeat(n)
 
-repeat_int = torch.library.custom_op("nb07::repeat_int", repeat_kernel("repeat_int"), mutates_args=(),
-                                     schema="(Tensor x, int n) -> Tensor")
-repeat_symint = torch.library.custom_op("nb07::repeat_symint", repeat_kernel("repeat_symint"), mutates_args=(),
+repeat_inferred = torch.library.custom_op("nb07::repeat_inferred", repeat, mutates_args=())   # from the annotations
+repeat_int = torch.library.custom_op("nb07::repeat_int", repeat, mutates_args=(), schema="(Tensor x, int n) -> Tensor")
+repeat_symint = torch.library.custom_op("nb07::repeat_symint", repeat, mutates_args=(),
                                         schema="(Tensor x, SymInt n) -> Tensor")
 for op in (repeat_inferred, repeat_int, repeat_symint):
     op.register_fake(lambda x, n: x.new_empty(x.shape[0] * n))
@@ -304,21 +304,8 @@ assert recompiles == {("repeat_int", None): 4, ("repeat_int", True): 4,
 # %% [markdown]
 # With `SymInt`, `n` behaves like any integer input: static first, symbolic after the first change (`dynamic=None`,
 # 2 graphs), symbolic from the start (`dynamic=True`, 1 graph). With `int`, every new value is a new graph, even
-# under `dynamic=True`. The recompile log names the guard, `n == 2`, and points at your call — not at the schema.
-# https://github.com/pytorch/pytorch/pull/186897 proposes a warning that names the schema's `int`; torch 2.13.0 has
-# none, as the cell checks:
-
-# %%
-import warnings
-
-with warnings.catch_warnings(record=True) as caught, torch_logs(recompiles=True) as log:
-    warnings.simplefilter("always")
-    graphs_for(repeat_int, (2, 3), dynamic=True)
-reasons = re.findall(r"- (\d+/\d+: n == \d+)", log.getvalue())    # the guard that failed, and its graph
-print("recompile reasons:", reasons)
-assert reasons == ["0/0: n == 2"]
-assert not any("SymInt" in line for line in log.getvalue().splitlines()) and not caught
-
+# under `dynamic=True` — and nothing names the schema as the cause (section 7 reads the recompile log).
+#
 # %% [markdown]
 # ## 5. `mark_dynamic` vs `mark_unbacked`
 #
@@ -333,21 +320,19 @@ assert not any("SymInt" in line for line in log.getvalue().splitlines()) and not
 mark_unbacked = getattr(torch._dynamo, "mark_unbacked", None) or torch._dynamo.decorators.mark_unbacked
 
 def graphs_per_call(mark):
-    """Graphs compiled at each call of x * 2 + 1 for sizes 4, 6, 1, 0, the first input marked; and the first graph's
-    input size."""
-    graphs = []
+    """Graphs compiled at each call of x * 2 + 1 for sizes 4, 6, 1, 0 (the first input marked), and the size the
+    first graph was built for."""
+    graphs, per_call = [], []
     torch._dynamo.reset()
     f = torch.compile(lambda x: x * 2 + 1, backend=lambda gm, example_inputs: graphs.append(gm) or gm.forward)
     first = torch.ones(4)
     mark(first, 0)
-    per_call = []
     for t in (first, torch.ones(6), torch.ones(1), torch.ones(0)):
         before = len(graphs)
         assert torch.equal(f(t), t * 2 + 1)
         per_call.append(len(graphs) - before)
-    size = next(n.meta["example_value"].shape for n in graphs[0].graph.nodes if n.op == "placeholder"
-                and isinstance(n.meta.get("example_value"), torch.Tensor))
-    return per_call, str(size)
+    traced = [n.meta["example_value"] for n in graphs[0].graph.nodes if n.op == "placeholder"]
+    return per_call, str(next(v.shape for v in traced if isinstance(v, torch.Tensor)))
 
 marks = {"mark_dynamic": graphs_per_call(torch._dynamo.mark_dynamic), "mark_unbacked": graphs_per_call(mark_unbacked)}
 for name, (per_call, size) in marks.items():
@@ -362,12 +347,8 @@ if torch.__version__.startswith("2.13."):
 unbacked_input = torch.ones(4)                        # section 3's price, for an unbacked input size
 mark_unbacked(unbacked_input, 0)
 torch._dynamo.reset()
-try:
-    torch.compile(lambda t: t.sum() if t.shape[0] > 2 else t.mean(), backend="eager", fullgraph=True)(unbacked_input)
-    branch_error = "no error"
-except torch._dynamo.exc.UserError as error:
-    branch_error = str(error)
-assert "Could not guard on data-dependent expression u0 > 2" in branch_error
+branches = torch.compile(lambda t: t.sum() if t.shape[0] > 2 else t.mean(), backend="eager", fullgraph=True)
+assert "Could not guard on data-dependent expression u0 > 2" in error_of(lambda: branches(unbacked_input))
 
 # %% [markdown]
 # The price of unbacked is section 3's: code that branches on the size cannot compile under `fullgraph=True`
@@ -394,9 +375,9 @@ def four_values(fullgraph):
             for n in (1, 2, 3, 4):
                 assert torch.equal(f(torch.ones(2), n), torch.full((2 * n,), 2.0))
         except torch._dynamo.exc.FailOnRecompileLimitHit as error:
-            return f"raised {type(error).__name__}: {error}", len(compiled_runs), ran.get("repeat_int", 0)
+            return f"raised {type(error).__name__}: {error}", len(compiled_runs), ran.get("repeat", 0)
     warned = "hit config.recompile_limit (2)" in warning_text.getvalue()
-    return f"all four right; warned: {warned}", len(compiled_runs), ran.get("repeat_int", 0)
+    return f"all four right; warned: {warned}", len(compiled_runs), ran.get("repeat", 0)
 
 assert torch._dynamo.config.recompile_limit == 8
 limit = {fullgraph: four_values(fullgraph) for fullgraph in (False, True)}
@@ -418,20 +399,25 @@ assert limit[True][0].startswith("raised FailOnRecompileLimitHit") and limit[Tru
 # `torch._logging.set_logs(graph_breaks=True, recompiles=True)` in Python (captured here with `torch_logs`):
 
 # %%
+import warnings
+
 torch._dynamo.reset()
-with torch_logs(graph_breaks=True, recompiles=True) as log:
-    f = torch.compile(sums_positives, backend="eager")
-    f(torch.randn(4))
-    f(torch.randn(6))
-lines = log.getvalue().splitlines()
-print("\n".join(line.split("] ", 1)[-1].strip() for line in lines if "Explanation" in line or "size mismatch" in line))
-assert any("Dynamic shape operator" in line for line in lines)                       # the graph break, and why
-assert any("depends on input Tensor data" in line for line in lines)
-assert any("Recompiling function" in line for line in lines)                          # the second shape
-assert any("size mismatch at index 0. expected 4, actual 6" in line for line in lines)
+with warnings.catch_warnings(record=True) as caught, torch_logs(graph_breaks=True, recompiles=True) as log:
+    warnings.simplefilter("always")
+    torch.compile(sums_positives, backend="eager")(x)                  # section 3's graph break
+    graphs_for(repeat_int, (2, 3), dynamic=True)                        # section 4's recompile
+text = log.getvalue()
+print(re.search(r"Explanation: .*", text).group(0), "\nrecompile reason:", re.findall(r"\d+/\d+: n == \d+", text))
+
+# %%
+assert "Dynamic shape operator" in text and "depends on input Tensor data" in text
+assert [reason.split(": ")[1] for reason in re.findall(r"\d+/\d+: n == \d+", text)] == ["n == 2"]
+assert "SymInt" not in text and not caught                             # no word about the schema
 
 # %% [markdown]
-# The graph break is logged once per compile of the frame: once for size 4, again when size 6 recompiles it.
+# The recompile reason is the guard `n == 2`, pointing at your call — not at the schema's `int`.
+# https://github.com/pytorch/pytorch/pull/186897 proposes a warning that names it; torch 2.13.0 has none, as the
+# cell checks.
 #
 # **The whole compile, as a report** — `TORCH_TRACE=<dir>` makes torch write a structured trace of every compile
 # (graphs, graph breaks, guards, recompiles). torch reads that variable when it starts, so the cell runs the
@@ -538,11 +524,7 @@ my_outcomes = {"a": ..., "b": ..., "c": ..., "d": ...}
 
 # %%
 def outcome(call):
-    try:
-        call()
-        return "ok"
-    except Exception:
-        return "error"
+    return "ok" if error_of(call) is None else "error"
 
 def limited_three():
     torch._dynamo.reset()
