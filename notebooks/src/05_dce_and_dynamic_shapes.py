@@ -7,7 +7,7 @@
 # - static vs dynamic shapes, and when torch recompiles;
 # - when a custom op **does** run eagerly (a data-dependent output size under `fullgraph=False`), and why such an
 #   op, unused, is **kept** under `fullgraph=True`;
-# - torch's own tools for all of it: `set_logs`/`TORCH_LOGS`, `explain`, `opcheck`.
+# - torch's own tools for it: `set_logs`/`TORCH_LOGS` and `torch._dynamo.explain`.
 #
 # **Time:** about 30 minutes. **Before:** 00–02. Runs on the CPU. Outputs recorded on torch 2.13.0 (CPU);
 # nothing here was run on a GPU.
@@ -50,17 +50,8 @@ assert fates["inductor"]["inductor"] is False and fates["inductor"]["ran"] is Fa
 
 # %% [markdown]
 # In each fate, `True` means the op is present at that stage, `False` that it is gone, and `None` that the backend
-# does not have that stage. The same, as a picture: one row per backend, the op's fate at each stage.
-
-# %%
-import matplotlib.pyplot as plt
-
-fig, axes = plt.subplots(3, 1, figsize=(7.5, 4.8))
-for ax, report in zip(axes, reports.values()):
-    labkit.draw_fate(report, "nb05::pure", ax=ax)
-fig.tight_layout()
-
-# %% [markdown]
+# does not have that stage (`labkit.draw_fate(report, "nb05::pure")` draws it, as in notebook 00).
+#
 # - **Dynamo** records every call: with `backend="eager"` (Dynamo only) the op runs.
 # - **AOTAutograd** runs dead-code elimination on its graph: the op is gone before Inductor sees it.
 # - **Inductor** has dead-code passes of its own (an FX pass behind `torch._inductor.config.dce`, off by default;
@@ -242,10 +233,9 @@ assert calls == {"noise": 1} and "noise" not in erased
 #
 # Both work on torch 2.13, and both may change: `CustomOpDef.register_effect` has no docstring, `EffectType` lives
 # in the private `torch._library.effects`, the function form is `torch.library._register_effectful_op`; and
-# `torch.fx.node.has_side_effect` is marked experimental, its docstring asking new operators to use effects:
+# `torch.fx.node.has_side_effect`'s docstring calls it experimental and asks new operators to use effects:
 
 # %%
-print(torch.fx.node.has_side_effect.__doc__.strip().splitlines()[2:5])
 assert "please do not add to this set" in torch.fx.node.has_side_effect.__doc__
 assert "experimental and is *NOT* backward-compatible" in torch.fx.node.has_side_effect.__doc__
 assert torch._library.custom_ops.CustomOpDef.register_effect.__doc__ is None
@@ -443,20 +433,9 @@ assert explanation.graph_count == 2 and explanation.graph_break_count == 1
 assert "print" in explanation.break_reasons[0].reason
 
 # %% [markdown]
-# **Is the declaration right?** `torch.library.opcheck` runs the op and its fake kernel on sample inputs and checks
-# them against each other and the schema — including a data-dependent fake:
-
-# %%
-checks = {name: torch.library.opcheck(op, args)
-          for name, op, args in [("positives", positives, (torch.randn(5),)),
-                                 ("bump_", bump_, (torch.zeros(3),))]}
-for name, result in checks.items():
-    print(name, result)
-assert all(set(result.values()) == {"SUCCESS"} for result in checks.values())
-
-# %% [markdown]
-# Graph-break and recompile logs (`TORCH_LOGS="graph_breaks,recompiles"`) and a whole compile as a `TORCH_TRACE`
-# report read with `tlparse` are in notebook 07, on section 4's data-dependent op.
+# Graph-break and recompile logs (`TORCH_LOGS="graph_breaks,recompiles"`), a whole compile as a `TORCH_TRACE`
+# report read with `tlparse`, and what `opcheck` checks (and does not) for a data-dependent fake kernel are in
+# notebook 07, on section 4's op.
 #
 # ## Exercise 1: count the compiles
 #
