@@ -307,8 +307,8 @@ def sums_positives(x):
 # %% [markdown]
 # `torch.compile(fullgraph=True)` also turns on `torch._dynamo.config.capture_dynamic_output_shape_ops` (the
 # `torch.compile` docstring says so; the cell checks that sentence; it came with
-# https://github.com/pytorch/pytorch/pull/163123, September 2025). Without it, Dynamo cannot put such an op in a graph: it **breaks the graph**
-# and the kernel runs eagerly. A backend that records each graph Dynamo hands it:
+# https://github.com/pytorch/pytorch/pull/163123, September 2025). Without it, Dynamo cannot put such an op in a
+# graph: it **breaks the graph** and the kernel runs eagerly. A backend that records each graph Dynamo hands it:
 
 # %%
 def dynamo_graphs(fn, x, **compile_options):
@@ -405,10 +405,10 @@ assert dynamic_lab.report.graphs_per_call == [1, 1, 0]
 # %% [markdown]
 # ## 6. In your own project
 #
-# Everything above, with torch's tools only. **What dead-code elimination erased** — `TORCH_LOGS="+torch.fx.graph"`, or
-# `set_logs(modules={"torch.fx.graph": logging.INFO})`: each pass logs "The following nodes were dead code
-# eliminated" with the node names (section 2's `aot_graph` reads exactly this). **Where the graph breaks** —
-# `torch._dynamo.explain` compiles once and reports the graphs and each break's reason:
+# Everything above, with torch's tools only. **What dead-code elimination erased** —
+# `TORCH_LOGS="+torch.fx.graph"`, or `set_logs(modules={"torch.fx.graph": logging.INFO})`: each pass logs "The
+# following nodes were dead code eliminated" with the node names (section 2's `aot_graph` reads exactly this).
+# **Where the graph breaks** — `torch._dynamo.explain` compiles once and reports the graphs and each break's reason:
 
 # %%
 def prints_between(x):
