@@ -410,12 +410,16 @@ print(re.search(r"Explanation: .*", text).group(0), "\nrecompile reason:", re.fi
 # %%
 assert "Dynamic shape operator" in text and "depends on input Tensor data" in text
 assert [reason.split(": ")[1] for reason in re.findall(r"\d+/\d+: n == \d+", text)] == ["n == 2"]
-assert "SymInt" not in text and not caught                             # no word about the schema
+schema_named = "SymInt" in text or bool(caught)
+if torch.__version__.startswith("2.13."):
+    assert not schema_named                                            # no word about the schema's int
+else:                                                                  # pytorch#186897 may have landed
+    print("a warning names the schema:", schema_named)
 
 # %% [markdown]
 # The recompile reason is the guard `n == 2`, pointing at your call — not at the schema's `int`.
 # https://github.com/pytorch/pytorch/pull/186897 proposes a warning that names it; torch 2.13.0 has none, as the
-# cell checks.
+# cell checks (on another torch it prints whether yours has one).
 #
 # **The whole compile, as a report** — `TORCH_TRACE=<dir>` makes torch write a structured trace of every compile
 # (graphs, graph breaks, guards, recompiles). torch reads that variable when it starts, so the cell runs the
