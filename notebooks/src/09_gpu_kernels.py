@@ -1,0 +1,498 @@
+# %% [markdown]
+# # 09 · Custom ops for GPU kernels: what Inductor sees, CUDA graphs, `Tag.out`, re-inplacing
+#
+# **What you will learn**
+# - the difference between wrapping a Triton kernel with `torch.library.triton_op` + `wrap_triton`
+#   (Inductor sees the kernel) and hiding it inside a plain `custom_op` (Inductor calls it by name);
+# - what Inductor's FX-graph cache key contains for each — Triton source yes, a custom op's Python
+#   kernel no — and why that contrasts with the stale-cache bug of notebook 04;
+# - why `mode="reduce-overhead"` (CUDA graphs) skips a graph whose op mutates an input, and what
+#   `torch.Tag.cudagraph_unsafe` is for;
+# - `torch.Tag.out` (new in torch 2.13): write-only output buffers;
+# - a case where re-inplacing fails and Inductor's code keeps a **clone** of your tensor.
+#
+# **Time:** about 20 minutes. **Before:** 02 · `mutates_args`. **Needs:** a CPU is enough for the
+# sections marked *CPU*; the cells marked *GPU* need CUDA and Triton and say so in one line otherwise.
+#
+# **No GPU run of this notebook exists yet.** Every GPU cell below was written against torch's source
+# and has never been executed; until a recording exists (see §7) treat what they assert as
+# *unverified*. The stored outputs are from torch 2.13.0 on a CPU.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+import contextlib
+import importlib.util
+import json
+import logging
+import pathlib
+
+import torch
+from torch import Tensor
+
+HAS_TRITON = importlib.util.find_spec("triton") is not None
+GPU = torch.cuda.is_available() and HAS_TRITON
+print(f"torch {torch.__version__}; CUDA: {torch.cuda.is_available()}; Triton: {HAS_TRITON}")
+if GPU:
+    import triton
+    import triton.language as tl
+
+# %% [markdown]
+# Every observation here comes from torch's own logs. `TORCH_LOGS=output_code` (or
+# `torch._logging.set_logs(output_code=True)`) prints Inductor's generated code to stderr; the helper
+# below collects the same messages from the logger that emits them, so a cell can assert on them.
+
+# %%
+@contextlib.contextmanager
+def logged(logger_name, level=logging.DEBUG):
+    """Collect what one of torch's loggers emits inside the block, without printing it."""
+    messages = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            messages.append(record.getMessage())
+
+    logger, handler = logging.getLogger(logger_name), Keep(level)
+    old_level, old_propagate = logger.level, logger.propagate
+    logger.setLevel(level)
+    logger.propagate = False            # keep the messages out of torch's own stderr handler
+    logger.addHandler(handler)
+    try:
+        yield messages
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old_level)
+        logger.propagate = old_propagate
+
+
+OUTPUT_CODE = "torch._inductor.codecache.__output_code"    # what TORCH_LOGS=output_code shows
+
+
+def inductor_code(fn, *args, **compile_options):
+    """Compile fn with Inductor (fresh: no cached artifact), run it once, return its generated code."""
+    torch._dynamo.reset()
+    with torch._inductor.config.patch(fx_graph_cache=False), \
+            torch._functorch.config.patch(enable_autograd_cache=False), logged(OUTPUT_CODE) as messages:
+        torch.compile(fn, **compile_options)(*args)
+    return "\n".join(m for m in messages if m.startswith("Output code:"))
+
+
+def calls(code, text):
+    """The lines of generated code that contain text (comments left out)."""
+    return [line.strip() for line in code.splitlines() if text in line and not line.strip().startswith("#")]
+
+# %% [markdown]
+# ## 1. An opaque custom op: Inductor calls it by name *(CPU)*
+#
+# A `custom_op` is a black box to Inductor: it fuses the code around it, but the op itself becomes one
+# call, `torch.ops.<namespace>.<name>.default(...)`, to whatever kernel you registered. Here the kernel
+# is plain torch on the CPU; with a Triton kernel inside it would be the same call.
+
+# %%
+@torch.library.custom_op("nb09::scale", mutates_args=())
+def scale(x: Tensor) -> Tensor:
+    return x * 2
+
+
+@scale.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
+def scaled_plus_one(x):
+    return scale(x) + 1
+
+code = inductor_code(scaled_plus_one, torch.ones(4))
+print("\n".join(calls(code, "nb09")))
+
+# %%
+assert calls(code, "torch.ops.nb09.scale.default(")          # one opaque call, by name
+assert "x * 2" not in code                                    # the kernel's body is not in the code
+print("checked: the op is an opaque call; its body is not in Inductor's code.")
+
+# %% [markdown]
+# ## 2. `triton_op` + `wrap_triton`: Inductor sees the kernel *(GPU)*
+#
+# `torch.library.triton_op` defines a custom op whose body launches Triton kernels through
+# `torch.library.wrap_triton(kernel)[grid](...)`. Under `torch.compile` the op is *decomposed*: the
+# kernel launch enters the graph as a user-defined Triton kernel, and Inductor puts the kernel's
+# source into its own generated code. The same kernel launched from inside a plain `custom_op` stays
+# an opaque call, as in §1.
+#
+# Both ops below launch the same `add_kernel`. The cell runs only with CUDA and Triton.
+
+# %%
+# GPU cell: triton_op vs custom_op in Inductor's code
+if not GPU:
+    print("skipped: needs CUDA and Triton (this kernel has neither); see §7 for recordings.")
+else:
+    @triton.jit
+    def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offsets < n
+        tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask),
+                 mask=mask)
+
+    @torch.library.triton_op("nb09::add_visible", mutates_args=())
+    def add_visible(x: Tensor, y: Tensor) -> Tensor:
+        out = torch.empty_like(x)
+        torch.library.wrap_triton(add_kernel)[(triton.cdiv(out.numel(), 256),)](x, y, out, out.numel(), BLOCK=256)
+        return out
+
+    @torch.library.custom_op("nb09::add_opaque", mutates_args=())
+    def add_opaque(x: Tensor, y: Tensor) -> Tensor:
+        out = torch.empty_like(x)
+        add_kernel[(triton.cdiv(out.numel(), 256),)](x, y, out, out.numel(), BLOCK=256)
+        return out
+
+    @add_opaque.register_fake
+    def _(x, y):
+        return torch.empty_like(x)
+
+    a, b = torch.ones(1000, device="cuda"), torch.ones(1000, device="cuda")
+    visible = inductor_code(lambda x, y: add_visible(x, y) * 3, a, b)
+    opaque = inductor_code(lambda x, y: add_opaque(x, y) * 3, a, b)
+    print("triton_op:", calls(visible, "add_kernel")[:3])
+    print("custom_op:", calls(opaque, "nb09"))
+    assert "def add_kernel(" in visible and not calls(visible, "torch.ops.nb09.add_visible")
+    assert calls(opaque, "torch.ops.nb09.add_opaque.default(") and "def add_kernel(" not in opaque
+    assert torch.equal(torch.compile(lambda x, y: add_visible(x, y) * 3)(a, b), torch.full_like(a, 6.0))
+
+# %% [markdown]
+# ## 3. What the cache key contains *(CPU, and GPU for the Triton half)*
+#
+# Inductor keeps compiled artifacts in its FX-graph cache under a key built by `FxGraphHashDetails`
+# in `torch/_inductor/codecache.py`: the graph's text, the input metadata, `torch.compiler.config.cache_key_tag`,
+# torch's version, Inductor's config — and, for user-defined Triton kernels in the graph, their
+# **source code** (`user_defined_triton_source`). Inductor inlines that source into the artifact, so
+# it must be in the key. A custom op's kernel is *called* by name at run time, so its body is not in
+# the key — and neither is anything else that is not in the graph's text (notebook 04: the
+# `mutates_args` of #187319 changes the artifact but not the key).
+#
+# With `TORCH_LOGS="+inductor"` torch prints these details, one line each; here they are collected.
+
+# %%
+torch._dynamo.reset()
+with torch._inductor.config.patch(fx_graph_cache=True), \
+        torch._functorch.config.patch(enable_autograd_cache=False), \
+        logged("torch._inductor.codecache") as messages:
+    torch.compile(scaled_plus_one)(torch.ones(4))
+details = next(m for m in messages if m.startswith("FX graph cache hash details"))
+print("\n".join(line[:110] for line in details.splitlines() if "nb09" in line or "cache_key_tag" in line))
+
+# %%
+import inspect
+
+assert "torch.ops.nb09.scale.default" in details                # the op's name is in the key...
+assert "x * 2" not in details                                   # ...its kernel's body is not
+assert any(line.endswith("cache_key_tag: ") for line in details.splitlines())
+assert "user_defined_triton_source" in inspect.getsource(torch._inductor.codecache.FxGraphHashDetails)
+print("checked: name in the key, kernel body not; the key has a slot for Triton sources.")
+
+# %% [markdown]
+# On a GPU the same log, for the `triton_op` of §2, contains the kernel's source text:
+
+# %%
+# GPU cell: the Triton source in the cache key
+if not GPU:
+    print("skipped: needs CUDA and Triton; the Triton half of the contrast is unverified here.")
+else:
+    torch._dynamo.reset()
+    with torch._inductor.config.patch(fx_graph_cache=True), \
+            torch._functorch.config.patch(enable_autograd_cache=False), \
+            logged("torch._inductor.codecache") as messages:
+        torch.compile(lambda x, y: add_visible(x, y) * 3)(a, b)
+    details = next(m for m in messages if m.startswith("FX graph cache hash details"))
+    source_lines = [line for line in details.splitlines() if "user_defined_triton_source" in line]
+    print(source_lines[0][:200])
+    assert "tl.store(out_ptr + offsets" in source_lines[0]
+
+# %% [markdown]
+# ## 4. CUDA graphs and an op that mutates its input *(CPU for the mechanism, GPU for the reason)*
+#
+# `torch.compile(mode="reduce-overhead")` records the compiled graph as a CUDA graph and replays it.
+# A replay reuses the same memory, so Inductor refuses graphs it cannot replay safely and says why,
+# in a warning on the `cudagraphs` log (`TORCH_LOGS=cudagraphs`) beginning "skipping cudagraphs due to",
+# and counts it in `torch._dynamo.utils.counters["inductor"]["cudagraph_skips"]`. On a CPU every graph
+# is skipped: torch counts the skip but logs no reason (the reason is only logged for CUDA graphs).
+
+# %%
+@torch.library.custom_op("nb09::double_", mutates_args={"x"})
+def double_(x: Tensor) -> None:
+    x.mul_(2)
+
+
+def step(x):
+    double_(x)
+    return x + 1
+
+import torch._dynamo.utils
+
+CUDAGRAPHS = "torch._inductor.cudagraph_utils.__cudagraphs"     # what TORCH_LOGS=cudagraphs shows
+torch._dynamo.reset()
+torch._dynamo.utils.counters.clear()
+with logged(CUDAGRAPHS, logging.WARNING) as skips:
+    result = torch.compile(step, mode="reduce-overhead")(torch.ones(3))
+print("cudagraph skips counted:", torch._dynamo.utils.counters["inductor"]["cudagraph_skips"], "| logged:", skips)
+
+# %%
+assert torch._dynamo.utils.counters["inductor"]["cudagraph_skips"] == 1 and skips == []
+assert result.tolist() == [3.0, 3.0, 3.0]
+print("checked: on a CPU the graph ran without a CUDA graph; one skip counted, none logged.")
+
+# %% [markdown]
+# On a GPU the reason for the same op is **"mutated inputs"**: `double_` writes into `x`, a tensor the
+# caller owns, and a replayed CUDA graph writes only into memory it manages.
+
+# %%
+# GPU cell: CUDA graphs skip an op that mutates an input
+if not GPU:
+    print("skipped: needs CUDA; 'skipping cudagraphs due to mutated inputs' is unverified here.")
+else:
+    torch._dynamo.reset()
+    with logged(CUDAGRAPHS, logging.WARNING) as skips:
+        compiled = torch.compile(step, mode="reduce-overhead")
+        x = torch.ones(3, device="cuda")
+        compiled(x), compiled(x)
+    print(skips)
+    assert any(s.startswith("skipping cudagraphs due to mutated inputs") for s in skips)
+    assert x.tolist() == [4.0, 4.0, 4.0]                   # both calls ran, eagerly-correct
+
+# %% [markdown]
+# An op that can never be captured — it synchronises with the host, or allocates data-dependent
+# memory — says so with `tags=torch.Tag.cudagraph_unsafe`, so that Inductor does not capture it. The tag
+# exists in the torch you run; what Inductor does with it is the GPU cell's to show:
+
+# %%
+@torch.library.custom_op("nb09::host_checked", mutates_args=(), tags=torch.Tag.cudagraph_unsafe)
+def host_checked(x: Tensor) -> Tensor:
+    assert bool(torch.isfinite(x).all())     # a host sync: fine eagerly, fatal inside a CUDA graph
+    return x.clone()
+
+
+@host_checked.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+assert torch.Tag.cudagraph_unsafe in torch.ops.nb09.host_checked.default.tags
+print(torch.ops.nb09.host_checked.default.tags)
+
+# %%
+# GPU cell: a cudagraph_unsafe op under reduce-overhead
+if not GPU:
+    print("skipped: needs CUDA; how Inductor keeps a cudagraph_unsafe op out of the graph is unverified here.")
+else:
+    torch._dynamo.reset()
+    with logged(CUDAGRAPHS, logging.WARNING) as skips:
+        compiled = torch.compile(lambda x: host_checked(x * 2) + 1, mode="reduce-overhead")
+        x = torch.ones(3, device="cuda")
+        outs = [compiled(x) for _ in range(3)]
+    print("skip messages:", skips)
+    assert all(o.tolist() == [3.0, 3.0, 3.0] for o in outs)
+
+# %% [markdown]
+# ## 5. `Tag.out`: a write-only output buffer *(CPU)*
+#
+# Kernels written for speed often take the buffer to write into (`out=`), like `torch.mul(x, 2, out=y)`.
+# Declared with plain `mutates_args={"out"}`, torch must assume the op may also *read* `out`. Since
+# torch 2.13, `tags=torch.Tag.out` says the buffer is write-only: the op takes `out` keyword-only and
+# returns it, and gets a fake kernel for free (below, no `register_fake`, and `fullgraph=True` compiles).
+# Inductor allocates the buffer itself and calls your op on it, with no clone.
+
+# %%
+if hasattr(torch.Tag, "out"):
+    @torch.library.custom_op("nb09::scale_out", mutates_args={"out"}, tags=torch.Tag.out)
+    def scale_out(x: Tensor, *, out: Tensor) -> Tensor:
+        torch.mul(x, 2, out=out)
+        return out
+
+    def scale_into_new(x):
+        return scale_out(x, out=torch.empty_like(x)) + 1
+
+    out_code = inductor_code(scale_into_new, torch.ones(3), fullgraph=True)   # no register_fake needed
+    print(torch.ops.nb09.scale_out.default._schema)
+    print("\n".join(calls(out_code, "nb09.scale_out.default(")))
+    assert str(torch.ops.nb09.scale_out.default._schema) == \
+        "nb09::scale_out(Tensor x, *, Tensor(a1!) out) -> Tensor(a1!)"
+    assert calls(out_code, "torch.ops.nb09.scale_out.default(arg0_1, out=buf0)") and "clone" not in out_code
+    assert torch.compile(scale_into_new)(torch.ones(3)).tolist() == [3.0, 3.0, 3.0]
+else:
+    print(f"torch {torch.__version__} has no torch.Tag.out (it arrived in 2.13): skipped.")
+
+# %% [markdown]
+# ## 6. When re-inplacing fails: a clone in your code *(CPU)*
+#
+# Notebook 02 showed the happy path: AOTAutograd turns a mutating op into a functional one, and
+# Inductor's re-inplacing pass (`torch/_inductor/fx_passes/reinplace.py`) turns it back into a call on
+# your tensor. When the pass cannot prove that is safe, it keeps a **clone**: the op writes a copy, which
+# is then copied back — correct, but it costs memory and a pass over the data.
+#
+# The classic case is #131192: the op mutates a *view* of an input (`x[0]`). The redesigned
+# functionalization, `auto_functionalized_v2` (PR #134409), fixed it and is on by default. The original
+# form, `auto_functionalized`, is still in torch behind the config flag below, and it still clones.
+# Same function, both forms:
+
+# %%
+@torch.library.custom_op("nb09::bump", mutates_args={"x"})
+def bump(x: Tensor) -> None:
+    x.add_(1)
+
+
+def bump_first_row(x):
+    bump(x[0])
+    return x.sum()
+
+v2_code = inductor_code(bump_first_row, torch.zeros(2, 3))
+with torch._inductor.config.patch(enable_auto_functionalized_v2=False), \
+        logged("torch._inductor.fx_passes.reinplace", logging.INFO) as reinplace_log:
+    v1_code = inductor_code(bump_first_row, torch.zeros(2, 3))
+print("v2:", calls(v2_code, "nb09.bump"))
+print("v1:", calls(v1_code, "nb09.bump"), calls(v1_code, "clone")[:1])
+print("torch's re-inplacing log (v1):", reinplace_log)
+
+# %%
+assert torch._inductor.config.enable_auto_functionalized_v2                 # v2 is the default
+assert calls(v2_code, "torch.ops.nb09.bump.default(reinterpret_tensor(arg0_1") and "clone" not in v2_code
+assert "clone" in v1_code and calls(v1_code, "torch.ops.nb09.bump.default(buf0)")    # buf0: the clone
+assert any("remain clones=['x']" in m for m in reinplace_log)
+with torch._inductor.config.patch(enable_auto_functionalized_v2=False):
+    torch._dynamo.reset()
+    x = torch.zeros(2, 3)
+    assert torch.compile(bump_first_row)(x).item() == 3.0 and x[0].tolist() == [1.0, 1.0, 1.0]
+print("checked: v2 writes your tensor in place; v1 writes a clone and copies it back (still correct).")
+
+# %% [markdown]
+# Under the default (`v2`) on torch 2.13, the view patterns a kernel author meets most re-inplace
+# without a clone. The cell checks a few; if one of them ever clones, it says which:
+
+# %%
+VIEW_PATTERNS = {
+    "a column x[:, 0]": lambda x: bump(x[:, 0]),
+    "a transpose x.t()": lambda x: bump(x.t()),
+    "a list of two rows": lambda x: [bump(row) for row in x.unbind(0)],
+}
+for name, fn in VIEW_PATTERNS.items():
+    code = inductor_code(fn, torch.zeros(2, 3))
+    assert "clone" not in code and calls(code, "nb09.bump.default("), f"{name}: Inductor kept a clone"
+print("checked: no clone for", ", ".join(VIEW_PATTERNS))
+
+# %% [markdown]
+# ## Exercise: predict, then run
+#
+# For each call below, predict whether Inductor's code (with the v1 form, as above) keeps a clone of the
+# tensor `bump` writes. Write `True` (a clone) or `False` (in place) and run the check.
+#
+# - `"input"`: `bump(x)` — the whole input;
+# - `"row"`: `bump(x[1])` — a view of the input;
+# - `"temporary"`: `y = x + 1; bump(y); return y` — a tensor created inside the function.
+
+# %%
+my_predictions = {"input": ..., "row": ..., "temporary": ...}
+
+# %%
+def temporary(x):
+    y = x + 1
+    bump(y)
+    return y
+
+EXERCISE = {"input": lambda x: bump(x), "row": lambda x: bump(x[1]), "temporary": temporary}
+
+
+def v1_clones(fn):
+    with torch._inductor.config.patch(enable_auto_functionalized_v2=False):
+        return "clone" in inductor_code(fn, torch.zeros(2, 3))
+
+if ... in my_predictions.values():
+    print("Replace each ... with True or False, then run this cell.")
+else:
+    observed = {name: v1_clones(fn) for name, fn in EXERCISE.items()}
+    wrong = [name for name in observed if observed[name] != my_predictions[name]]
+    print("all three right." if not wrong else f"not quite: look again at {wrong} — who else could see the old value?")
+
+# %% solution
+# Solution (click to expand): only the view of the input clones under v1 — v1 cannot re-inplace a view
+# of a graph input (#131192); the whole input and a temporary are written in place.
+assert {name: v1_clones(fn) for name, fn in EXERCISE.items()} == {"input": False, "row": True, "temporary": False}
+print("solution checked")
+
+# %% [markdown]
+# ## 7. GPU recordings
+#
+# A GPU run of this notebook would be recorded by `python tools/record_gpu.py 09` on a machine with
+# CUDA and Triton: it executes the notebook and writes the output of every `# GPU cell` to
+# `docs/gpu-recordings/09_gpu_kernels.json`, with the device, torch and Triton versions and the date.
+# `tests/test_gpu_recordings.py` checks that a recording still matches the cells it was made from,
+# and, on a GPU, that a fresh run still passes. A recording is shown below labelled with where it
+# was made — it is never this kernel's output.
+
+# %%
+recording = pathlib.Path("..") / "docs" / "gpu-recordings" / "09_gpu_kernels.json"
+if recording.exists():
+    rec = json.loads(recording.read_text())
+    print(f"recorded on {rec['device']}, torch {rec['torch']}, {rec['date']} (not this kernel's output):")
+    for cell in rec["cells"]:
+        print("---", cell["first_line"], "\n" + cell["output"])
+else:
+    print("No GPU recording of this notebook exists yet: every GPU cell above is unverified.")
+
+# %% [markdown]
+# ## In your own project
+#
+# Nothing in this notebook used a helper package; the tools were torch's own:
+#
+# - `TORCH_LOGS=output_code` — Inductor's code: is your kernel inlined Triton (`def your_kernel(`) or an
+#   opaque `torch.ops.ns.op.default(...)` call? Does a `clone` surround it?
+# - `TORCH_LOGS=cudagraphs` — why a `reduce-overhead` graph was not recorded;
+# - `TORCH_LOGS="+inductor"` — the cache key's parts, and re-inplacing's verdict for each mutating op
+#   ("Reinplace for … remain clones=…, missed opportunities=…").
+#
+# The cell below repeats §6's observation the way you would in a script: `torch._logging.set_logs` is the
+# in-process form of `TORCH_LOGS`, and its messages go to stderr, captured here.
+
+# %%
+import io
+
+stderr = io.StringIO()
+torch._dynamo.reset()
+with contextlib.redirect_stderr(stderr), \
+        torch._inductor.config.patch(enable_auto_functionalized_v2=False, fx_graph_cache=False):
+    torch._logging.set_logs(inductor=logging.INFO)            # TORCH_LOGS="inductor"
+    try:
+        torch.compile(bump_first_row)(torch.zeros(2, 3))
+    finally:
+        torch._logging.set_logs()                             # back to torch's defaults
+verdicts = [line[line.index("Reinplace for"):] for line in stderr.getvalue().splitlines() if "Reinplace for" in line]
+print("\n".join(verdicts))
+assert any("missed opportunities=['x']" in v for v in verdicts)
+
+# %% [markdown]
+# ## Questions
+#
+# 1. Why must the source of a user-defined Triton kernel be part of Inductor's cache key, while the body
+#    of a `custom_op`'s kernel need not be?
+# 2. Which part of an op's *declaration* can change a compiled artifact without changing its cache key
+#    (notebook 04)? How does `torch.compiler.config.cache_key_tag` help?
+# 3. Why can a CUDA graph not replay a graph whose op writes into an input tensor the caller owns?
+# 4. What does `Tag.out` promise that `mutates_args={"out"}` does not, and what does Inductor save by it?
+# 5. The v1 form clones `x[0]` before the op writes it. What would go wrong if it wrote `x[0]` in place
+#    *without* proving that nobody reads the old value?
+#
+# ## What to remember
+#
+# - Wrap Triton kernels with `triton_op` + `wrap_triton`: Inductor then sees the kernel (and keys its
+#   cache on its source). A `custom_op` around the same kernel is an opaque call.
+# - `mode="reduce-overhead"` skips, with a logged reason, graphs whose ops mutate inputs it does not own;
+#   ops that can never be captured carry `Tag.cudagraph_unsafe`.
+# - `Tag.out` (torch 2.13+) marks write-only output buffers.
+# - Re-inplacing can fail and leave a clone; `TORCH_LOGS=output_code` shows it, `+inductor` says why.
+#
+# ## Further reading
+#
+# - User-defined Triton kernels with `torch.compile`:
+#   https://docs.pytorch.org/tutorials/recipes/torch_compile_user_defined_triton_kernel_tutorial.html
+# - Custom operators landing page: https://pytorch.org/tutorials/advanced/custom_ops_landing_page.html
+# - `torch.library` reference (`triton_op`, `wrap_triton`, `custom_op`): https://docs.pytorch.org/docs/stable/library.html
+# - The Custom Operators Manual: https://docs.google.com/document/d/1_W62p8WJOQQUzPsJYa7s701JXt0qf2OfLub2sbkHOaU
+# - CUDA graphs in `torch.compile`: https://docs.pytorch.org/docs/stable/torch.compiler_cudagraph_trees.html
+# - Issues: views not re-inplaced, https://github.com/pytorch/pytorch/issues/131192; extra copies for
+#   mutable inputs, https://github.com/pytorch/pytorch/issues/127660; the stale cache of notebook 04,
+#   https://github.com/pytorch/pytorch/issues/187319.
