@@ -38,6 +38,10 @@ DCE_DECLARATIONS: dict[str, dict] = {
     "has_side_effect": dict(returns="none", effect="side_effect"),
     "effectful (ordered)": dict(returns="none", effect="ordered"),
 }
+# How the op's output size is known: from the input's shape (its fake kernel says empty_like(x)), or
+# only at run time (nonzero-like: the fake kernel asks for ctx.new_dynamic_size(), an unbacked size).
+OP_KINDS = {"shape-following": "fresh", "data-dependent": "data-dependent"}
+FULLGRAPH_CHOICES = {"False": False, "True": True}
 SHAPE_SEQUENCES = {"4 → 6 → 8": (4, 6, 8), "4 → 4 → 4": (4, 4, 4), "4 → 6 → 4": (4, 6, 4)}
 
 
@@ -110,14 +114,27 @@ def devices() -> list[str]:
 
 
 def dce_experiment(declaration: str, dynamic: bool | None, shapes=(4, 6, 8), device: str = "cpu",
-                   backend: str = "inductor", namespace: str = "dcelab"):
-    """Call an op whose result nobody uses, on a sequence of shapes; report its fate."""
+                   backend: str = "inductor", namespace: str = "dcelab", op_kind: str = "shape-following",
+                   fullgraph: bool = False):
+    """Call an op whose result nobody uses, on a sequence of shapes; report its fate.
+
+    ``op_kind="data-dependent"`` (for the pure op only) gives it a nonzero-like output size:
+    under ``fullgraph=False`` Dynamo breaks the graph at it and its kernel runs eagerly; under
+    ``fullgraph=True`` it is captured, and its unbacked size's runtime assert keeps it alive.
+    """
     if device not in devices():
         raise ValueError(f"device {device!r} is not available here; pick one of {devices()}.")
-    fields = _choice(DCE_DECLARATIONS, declaration, "declaration")
-    op = _declared(OpSpec(name=f"{namespace}::{_slug(declaration)}", **fields))
+    fields = dict(_choice(DCE_DECLARATIONS, declaration, "declaration"))
+    name = _slug(declaration)
+    if _choice(OP_KINDS, op_kind, "op_kind") == "data-dependent":
+        if fields.get("returns") != "fresh":
+            raise ValueError("op_kind='data-dependent' describes an op that returns a new tensor: use it with "
+                             "the declaration 'pure, result unused'.")
+        fields["returns"], name = "data-dependent", name + "_dd"
+    op = _declared(OpSpec(name=f"{namespace}::{name}", **fields))
     calls = [(torch.ones(n, device=device),) for n in shapes]
-    return op, compile_and_compare(discards_result(op), calls=calls, backend=backend, dynamic=dynamic)
+    return op, compile_and_compare(discards_result(op), calls=calls, backend=backend, dynamic=dynamic,
+                                   fullgraph=fullgraph)
 
 
 # --- the naming experiment (notebooks 03, 05) ----------------------------------------------------

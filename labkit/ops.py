@@ -30,7 +30,7 @@ import torch
 
 from . import _torch_internals as internals
 
-RETURNS = ("fresh", "none", "input")
+RETURNS = ("fresh", "none", "input", "data-dependent")
 EFFECTS = (None, "side_effect", "ordered")
 RESERVED_NAMESPACES = ("aten", "prim", "prims", "torch", "higher_order", "_", "c10", "quantized")
 MAX_NAME_LENGTH = 80
@@ -68,8 +68,10 @@ class OpSpec:
     args:         names of its tensor arguments (one name may be written alone: ``args="x"``).
     writes:       arguments the kernel *really* changes in place (``arg.add_(1)``).
     mutates_args: what it *declares* to ``custom_op``: a tuple of names or ``"unknown"``.
-    returns:      ``"fresh"`` (a new tensor, ``2 * first arg``), ``"none"``, or
-                  ``"input"`` (returns its first argument itself).
+    returns:      ``"fresh"`` (a new tensor, ``2 * first arg``), ``"none"``,
+                  ``"input"`` (returns its first argument itself), or ``"data-dependent"``
+                  (a new tensor of the first argument's positive entries: its size is known
+                  only at run time, so the fake kernel asks for ``ctx.new_dynamic_size()``).
     fake:         register a fake kernel (how the compiler learns output shapes).
     effect:       ``None``, ``"side_effect"`` (``torch.fx.node.has_side_effect``) or
                   ``"ordered"`` (the effects system: a ``with_effects`` node).
@@ -256,9 +258,15 @@ class LabOp:
         return "!" in self._declared_schema
 
     @property
-    def dce_safe(self) -> bool:
-        """True when torch considers calls to this op removable if their result is unused."""
-        return not internals.is_impure(self.overload)
+    def bare_call_is_impure(self) -> bool:
+        """Whether FX's dead-code elimination keeps a *bare* call node of this op.
+
+        torch asks this per graph node, not per op: after functionalization a mutating op
+        is an ``auto_functionalized_v2`` node (removable itself; the ``copy_`` back into the
+        input is what stays), and an effectful one a ``with_effects`` node kept by its token.
+        Notebook 05 shows each case.
+        """
+        return internals.is_impure(self.overload)
 
     def __call__(self, *args):
         return self.opdef(*args)
@@ -320,7 +328,11 @@ def _make_kernel(spec: OpSpec, handle: list):
 
     def kernel(*tensors):
         handle[0].calls += 1
-        result = tensors[0] * 2 if spec.returns == "fresh" else None
+        first, result = tensors[0], None
+        if spec.returns == "fresh":
+            result = first * 2
+        elif spec.returns == "data-dependent":  # its size depends on the values: nonzero-like
+            result = first[first > 0]
         for i in write_positions:
             tensors[i].add_(1)
         return tensors[0] if spec.returns == "input" else result
@@ -338,6 +350,8 @@ def _make_fake(spec: OpSpec):
     def fake(*tensors):
         if spec.returns == "fresh":
             return torch.empty_like(tensors[0])
+        if spec.returns == "data-dependent":
+            return tensors[0].new_empty(torch.library.get_ctx().new_dynamic_size())
         return tensors[0] if spec.returns == "input" else None
 
     return fake
@@ -467,12 +481,14 @@ def torch_source(spec: OpSpec, name: str | None = None) -> str:
     params = ", ".join(f"{a}: torch.Tensor" for a in spec.args)
     body = [f"    {a}.add_(1)" for a in spec.writes]
     first = spec.args[0]
-    body.append({"fresh": f"    return {first} * 2", "none": "    return None", "input": f"    return {first}"}[spec.returns])
+    body.append({"fresh": f"    return {first} * 2", "none": "    return None", "input": f"    return {first}",
+                 "data-dependent": f"    return {first}[{first} > 0]"}[spec.returns])
     lines = ["import torch", "", "",
              f"@torch.library.custom_op({qualname!r}, {', '.join(options)})",
              f"def {fn}({params}) -> {returns}:", *body]
     if _needs_fake(spec):
-        fake_return = {"fresh": f"torch.empty_like({first})", "none": "None", "input": first}[spec.returns]
+        fake_return = {"fresh": f"torch.empty_like({first})", "none": "None", "input": first,
+                       "data-dependent": f"{first}.new_empty(torch.library.get_ctx().new_dynamic_size())"}[spec.returns]
         lines += ["", "", f"@{fn}.register_fake", f"def _({', '.join(spec.args)}):", f"    return {fake_return}"]
     if spec.effect == "side_effect":
         lines += ["", "", f"torch.fx.node.has_side_effect(torch.ops.{qualname.replace('::', '.')}.default)"]

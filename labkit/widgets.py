@@ -17,7 +17,8 @@ import ipywidgets as widgets
 
 from . import cache, naming, render
 from .experiments import (
-    DCE_DECLARATIONS, DECLARATIONS, DYNAMIC_CHOICES, SHAPE_SEQUENCES, dce_experiment, declaration_experiment,
+    DCE_DECLARATIONS, DECLARATIONS, DYNAMIC_CHOICES, FULLGRAPH_CHOICES, OP_KINDS, SHAPE_SEQUENCES, dce_experiment,
+    declaration_experiment,
     declaration_spec, devices, naming_story,
 )
 
@@ -290,27 +291,44 @@ class NamingLab(LabWidget):
 
 
 class DynamicLab(LabWidget):
-    """Dynamic mode × declaration × shapes × device: is the unused op removed, and how often do we compile?"""
+    """Dynamic mode × op × op kind × fullgraph × shapes × device: is the unused op removed, how often do we compile?"""
 
     title = "Dynamic-shapes and DCE lab"
 
     def __init__(self, namespace: str = "dcelab", declaration: str = "pure, result unused",
-                 dynamic: str = "None", shapes: str = "4 → 6 → 8", device: str = "cpu"):
+                 dynamic: str = "None", shapes: str = "4 → 6 → 8", device: str = "cpu",
+                 op_kind: str = "shape-following", fullgraph: str = "False"):
         self.namespace = namespace
         super().__init__({
             "dynamic": widgets.ToggleButtons(options=list(DYNAMIC_CHOICES), value=dynamic, description="dynamic"),
             "declaration": widgets.Dropdown(options=list(DCE_DECLARATIONS), value=declaration,
                                             description="the op"),
+            "op_kind": widgets.ToggleButtons(options=list(OP_KINDS), value=op_kind, description="output size"),
+            "fullgraph": widgets.ToggleButtons(options=list(FULLGRAPH_CHOICES), value=fullgraph,
+                                               description="fullgraph"),
             "shapes": widgets.ToggleButtons(options=list(SHAPE_SEQUENCES), value=shapes, description="shapes"),
             "device": widgets.ToggleButtons(options=devices(), value=device, description="device"),
         })
         self.controls["shapes"].style.button_width = "110px"
+        self.controls["op_kind"].style.button_width = "130px"
+        self.controls["declaration"].observe(self._op_kind_only_when_used, names="value")
+        self._op_kind_only_when_used()
+
+    def _op_kind_only_when_used(self, _change=None) -> None:
+        """A data-dependent size belongs to the op that returns a tensor; grey the control out otherwise."""
+        self.controls["op_kind"].disabled = self.controls["declaration"].value != "pure, result unused"
+
+    @property
+    def state(self) -> tuple:
+        dynamic, declaration, op_kind, fullgraph, shapes, device = super().state
+        if declaration != "pure, result unused":
+            op_kind = "shape-following"
+        return dynamic, declaration, op_kind, fullgraph, shapes, device
 
     def compute(self, state):
-        dynamic, declaration, shapes, device = state
-        op, report = dce_experiment(declaration, DYNAMIC_CHOICES[dynamic], SHAPE_SEQUENCES[shapes], device,
-                                    namespace=self.namespace)
-        return op, report
+        dynamic, declaration, op_kind, fullgraph, shapes, device = state
+        return dce_experiment(declaration, DYNAMIC_CHOICES[dynamic], SHAPE_SEQUENCES[shapes], device,
+                              namespace=self.namespace, op_kind=op_kind, fullgraph=FULLGRAPH_CHOICES[fullgraph])
 
     @property
     def report(self):
@@ -320,8 +338,7 @@ class DynamicLab(LabWidget):
         op, report = result
         sizes = " | ".join(", ".join(g.input_shapes) for g in report.dynamo_graphs)
         return (f"<p><code>def unused_result(x): op(x); return x + 1</code> — the op's result is never used.<br>"
-                f"schema <code>{html.escape(op.schema)}</code>; torch says removable: "
-                f"<b>{'yes' if op.dce_safe else 'no'}</b><br>"
+                f"schema <code>{html.escape(op.schema)}</code><br>"
                 f"graphs compiled per call: <b>{report.graphs_per_call}</b> (recompiles: {report.recompiles}); "
                 f"input shapes each graph was built for: <code>{html.escape(sizes)}</code></p>"
                 + render.to_html(report, [op.name]))

@@ -64,7 +64,7 @@ def test_auditing_a_redeclared_handle_is_not_a_clean_bill_of_health():
     assert lines[-1] == "False ['input']"
 
 
-@pytest.mark.parametrize("reach", ["checks.opcheck", "overload", "opdef", "call", "dce_safe"])
+@pytest.mark.parametrize("reach", ["checks.opcheck", "overload", "opdef", "call", "bare_call_is_impure"])
 def test_every_way_into_a_stale_handle_raises_stale_op_error(reach):
     lines = assert_survived(run_python(f"""
         import torch, labkit
@@ -75,7 +75,7 @@ def test_every_way_into_a_stale_handle_raises_stale_op_error(reach):
             "overload": lambda: old.overload(torch.ones(3)),
             "opdef": lambda: old.opdef(torch.ones(3)),
             "call": lambda: old(torch.ones(3)),
-            "dce_safe": lambda: old.dce_safe,
+            "bare_call_is_impure": lambda: old.bare_call_is_impure,
         }}[{reach!r}]
         try:
             reach()

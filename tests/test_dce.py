@@ -65,7 +65,7 @@ def test_a_declared_mutation_of_a_dead_temporary_is_removed():
     assert report.fate("t::fill") == {"dynamo": True, "aot": False, "inductor": False, "ran": False}
 
 
-def test_fullgraph_false_does_not_make_custom_ops_run_eagerly(capsys):
+def test_fullgraph_false_does_not_make_a_shape_following_op_run_eagerly(capsys):
     pure = declare(name="t::pure", returns="fresh")
 
     def with_break(x):
@@ -75,6 +75,23 @@ def test_fullgraph_false_does_not_make_custom_ops_run_eagerly(capsys):
 
     report = compile_and_compare(with_break, torch.ones(3), backend="inductor", fullgraph=False)
     assert report.graphs_per_call == [2] and report.compiled_calls["t::pure"] == 0
+
+
+@pytest.mark.parametrize("fullgraph, in_graph, kernel_ran", [(False, False, True), (True, True, True)])
+def test_a_data_dependent_op_breaks_the_graph_or_is_kept_by_its_runtime_assert(fullgraph, in_graph, kernel_ran):
+    """Its unused result does not make it removable: under fullgraph=False Dynamo breaks the graph at it
+    (the kernel runs eagerly), under fullgraph=True it is captured and its unbacked size's assert keeps it."""
+    op, report = dce_experiment("pure, result unused", None, (4, 6, 4), namespace="t_dce", op_kind="data-dependent",
+                                fullgraph=fullgraph)
+    fate = report.fate(op.name)
+    assert (fate["dynamo"], fate["ran"]) == (in_graph, kernel_ran) and report.verdict.agree
+    pure, pure_report = dce_experiment("pure, result unused", None, (4, 6, 4), namespace="t_dce", fullgraph=fullgraph)
+    assert not pure_report.fate(pure.name)["ran"]  # the shape-following op, same settings: removed
+
+
+def test_a_data_dependent_size_needs_an_op_that_returns_a_tensor():
+    with pytest.raises(ValueError, match="pure, result unused"):
+        dce_experiment("has_side_effect", None, namespace="t_dce", op_kind="data-dependent")
 
 
 def test_an_unavailable_device_is_refused_with_a_sentence():

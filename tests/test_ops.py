@@ -9,7 +9,7 @@ from labkit.ops import LabOpError, StaleOpError, call_counts, name_problem
 def test_declared_mutation_is_in_the_schema():
     op = declare(name="t::bump", writes=("x",), mutates_args=("x",), returns="none")
     assert op.schema == "t::bump(Tensor(a0!) x) -> ()"
-    assert op.is_mutable and not op.dce_safe
+    assert op.is_mutable and op.bare_call_is_impure
 
 
 def test_unknown_marks_every_argument_mutable():
@@ -128,8 +128,8 @@ def test_inplace_tag_makes_returning_the_input_legal():
 
 @pytest.mark.parametrize("effect", ["side_effect", "ordered"])
 def test_effects_make_a_pure_op_impure(effect):
-    assert declare(name="t::pure", returns="none").dce_safe
-    assert not declare(name="t::pure", returns="none", effect=effect).dce_safe
+    assert not declare(name="t::pure", returns="none").bare_call_is_impure
+    assert declare(name="t::pure", returns="none", effect=effect).bare_call_is_impure
 
 
 def test_dropping_a_side_effect_op_unregisters_it():
@@ -154,6 +154,7 @@ def test_a_positional_name_and_single_names_written_alone():
     dict(returns="fresh", fake=False),
     dict(returns="none", effect="ordered"),
     dict(returns="none", effect="side_effect"),
+    dict(returns="data-dependent"),
     pytest.param(dict(writes=("x",), mutates_args=("x",), returns="input", tags=("inplace",)),
                  marks=pytest.mark.skipif(not hasattr(torch.Tag, "inplace"), reason="torch.Tag.inplace: 2.13+")),
 ])
@@ -171,5 +172,5 @@ def test_torch_source_declares_the_same_op_in_plain_torch(source_spec):
     assert [a.tolist() for a in x] == [a.tolist() for a in y]
     assert (out_lab is None) == (out_plain is None)
     from labkit import _torch_internals as internals
-    assert internals.is_impure(plain) == (not op.dce_safe)
+    assert internals.is_impure(plain) == op.bare_call_is_impure
     assert internals.has_fake_impl("t::src_plain") == internals.has_fake_impl("t::src")

@@ -44,9 +44,10 @@ def test_declaration_lab_fuzz():
 
 def test_dynamic_lab_fuzz():
     def check(lab):
-        dynamic, declaration, shapes, device = lab.state
+        dynamic, declaration, op_kind, fullgraph, shapes, device = lab.state
         _, fresh = e.dce_experiment(declaration, e.DYNAMIC_CHOICES[dynamic], e.SHAPE_SEQUENCES[shapes], device,
-                                    namespace="t_fuzz_c")
+                                    namespace="t_fuzz_c", op_kind=op_kind,
+                                    fullgraph=e.FULLGRAPH_CHOICES[fullgraph])
         assert _facts(lab.report) == _facts(fresh), lab.state
 
     _fuzz(w.DynamicLab(namespace="t_fuzz_c"), steps=14, seed=2, check=check)
