@@ -28,7 +28,7 @@ from torch._dynamo.backends.common import aot_autograd
 
 import labkit
 
-labkit.setup(warm_inductor=False)     # nothing here uses Inductor
+labkit.setup()     # the widget in section 7 compiles with Inductor
 print("torch", torch.__version__)
 
 # %% [markdown]
@@ -302,7 +302,7 @@ assert recompiles == {("repeat_int", None): 4, ("repeat_int", True): 4,
 # %% [markdown]
 # With `SymInt`, `n` behaves like any integer input: static first, symbolic after the first change (`dynamic=None`,
 # 2 graphs), symbolic from the start (`dynamic=True`, 1 graph). With `int`, every new value is a new graph, even
-# under `dynamic=True` — and nothing names the schema as the cause (section 7 reads the recompile log).
+# under `dynamic=True` — and nothing names the schema as the cause (section 8 reads the recompile log).
 #
 # %% [markdown]
 # ## 5. `mark_dynamic` vs `mark_unbacked`
@@ -390,8 +390,38 @@ assert limit[True][0].startswith("raised FailOnRecompileLimitHit") and limit[Tru
 # %% [markdown]
 # Under `fullgraph=False` nothing fails: the warning goes to the log, the answers stay right, and the program
 # silently stops being compiled. Declare `SymInt` and the limit is never reached (section 4: one or two graphs).
+
+# %% [markdown]
+# ## 7. Flip it live
 #
-# ## 7. In your own project
+# Notebook 05's dynamic-mode widget has two more controls for this notebook: **output size** —
+# `shape-following` (the fake kernel returns `empty_like(x)`) or `data-dependent` (it asks for
+# `ctx.new_dynamic_size()`) — and **fullgraph**. Flip them with the dynamic mode and the shapes: does the op's
+# kernel run inside a graph, eagerly at a graph break, or not at all? How many graphs are compiled?
+
+# %%
+dynamic_lab = labkit.widgets.DynamicLab(namespace="nb07w", op_kind="data-dependent", fullgraph="True")
+dynamic_lab
+
+# %% [markdown]
+# The four corners, driven from Python (the same calls the controls make):
+
+# %%
+fates = {}
+for op_kind in ("shape-following", "data-dependent"):
+    for fullgraph in ("False", "True"):
+        dynamic_lab.set(op_kind=op_kind, fullgraph=fullgraph, dynamic="None", shapes="4 → 6 → 4")
+        op, report = dynamic_lab.result()
+        fate = report.fate(op.name)
+        fates[(op_kind, fullgraph)] = {"in a graph": fate["dynamo"], "kernel ran": fate["ran"]}
+        print(f"{op_kind:<16} fullgraph={fullgraph:<5} {fates[(op_kind, fullgraph)]}")
+assert fates[("shape-following", "False")] == {"in a graph": True, "kernel ran": False}   # traced, removed
+assert fates[("shape-following", "True")] == {"in a graph": True, "kernel ran": False}
+assert fates[("data-dependent", "False")] == {"in a graph": False, "kernel ran": True}    # graph break: eager
+assert fates[("data-dependent", "True")] == {"in a graph": True, "kernel ran": True}     # kept by _assert_scalar
+
+# %% [markdown]
+# ## 8. In your own project
 #
 # **Graph breaks and recompiles** — `TORCH_LOGS="graph_breaks,recompiles"` in the shell, or
 # `torch._logging.set_logs(graph_breaks=True, recompiles=True)` in Python (captured here with `torch_logs`):
