@@ -172,7 +172,7 @@ if labkit.exercises.answered(my_mutates_args):
     except (labkit.LabOpError, TypeError) as problem:
         labkit.exercises.check(False, "", str(problem))
 
-# %% solution
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # Solution (click to expand): the kernel writes `scratch`, so that is what must be declared.
 labkit.declare(name="lab00::fill", args=("x", "scratch"), writes=("scratch",),
                mutates_args=("scratch",), returns="none")

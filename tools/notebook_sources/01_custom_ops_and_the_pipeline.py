@@ -207,7 +207,7 @@ if labkit.exercises.answered(first_stage_without_op):
     labkit.exercises.check(first_stage_without_op == truth, f"it is gone from the {truth} stage on.",
                            "Look at report.fate('nb01::scale') — or at the picture above — for each stage.")
 
-# %% solution
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # Solution: Dynamo records every call; AOTAutograd's dead-code elimination removes unused pure ops.
 assert truth == "aot"
 assert labkit.exercises.check(fates == {"dynamo": True, "aot": False, "inductor": False, "ran": False},
@@ -244,7 +244,7 @@ def check_row_sums_fake(fake):
 
 answer_ok = check_row_sums_fake(my_row_sums_fake)
 
-# %% solution
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # Solution: new_empty makes a tensor like x (dtype, device) with the shape you give.
 def solution_row_sums_fake(x):
     return x.new_empty(x.shape[0])

@@ -333,7 +333,7 @@ if all(labkit.exercises.answered(v) for v in my_predictions.values()):
     labkit.exercises.check(not wrong, "all four predictions hold.",
                            f"re-think: {', '.join(wrong)} (try them in the widget)")
 
-# %% solution
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # Solution, computed above by the check itself.
 assert truth == {"undeclared mutation": "silently wrong", "over-declared": "correct",
                  "returns its input": "error", "no fake kernel": "error"}
@@ -365,7 +365,7 @@ def check_normalize(mutates):
 
 answer_ok = check_normalize(my_normalize_mutates)
 
-# %% solution
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # Solution: both arguments are written, so both are declared ("unknown" would also pass, less precisely).
 assert check_normalize(("x", "stats"))
 

@@ -343,7 +343,7 @@ if labkit.exercises.answered(isolated_is_enough):
                            "right: the second compile hits the artifact the first one wrote, in the same directory.",
                            "Try it in the widget: names 'one shared name', cache 'isolated'.")
 
-# %% solution
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # Solution: isolation protects one process from another, not a process from itself.
 assert isolated.steps[1].stale and not isolated.steps[1].correct
 assert labkit.exercises.check(True, "isolated_is_enough = False", "")
@@ -367,7 +367,7 @@ if labkit.exercises.answered(my_policy):
                                "correct, and the caches stay on.",
                                "that policy either goes stale or turns the caches off.")
 
-# %% solution
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # Solution: the fingerprint changes the key exactly when a declaration changes.
 assert labkit.exercises.check(mitigations["schema fingerprint in the key"].steps[1].correct,
                               'my_policy = "fingerprinted"', "")

@@ -249,7 +249,7 @@ if labkit.exercises.answered(my_graph_count):
     labkit.exercises.check(my_graph_count == truth_graphs, f"{truth_graphs} graphs.",
                            "The second shape triggers a dynamic recompile; does the third need another?")
 
-# %% solution
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # Solution: [4] static, then [s0] symbolic — which also covers the final [4].
 assert truth_graphs == 2
 assert labkit.exercises.check(dynamic_lab.report.graphs_per_call == [1, 1, 0], "my_graph_count = 2", "")
@@ -275,7 +275,7 @@ if labkit.exercises.answered(my_effect):
     except labkit.LabOpError as problem:
         labkit.exercises.check(False, "", str(problem))
 
-# %% solution
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # Solution: an ORDERED effect (CustomOpDef.register_effect on torch 2.13; labkit's effect="ordered").
 logger = labkit.declare(name="nb04::log_stats", returns="none", effect="ordered")
 assert labkit.exercises.check(labkit.compile_and_compare(result_unused(logger), torch.ones(4))

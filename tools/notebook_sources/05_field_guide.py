@@ -227,7 +227,7 @@ def check_capstone(fixes):
 
 capstone_ok = check_capstone(my_fixes)
 
-# %% solution
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # Solution: declare the write, give scale a fake kernel, make the logger effectful.
 assert check_capstone({"update_stats": dict(mutates_args=("stats",)), "scale": dict(fake=True),
                        "log_activations": dict(effect="ordered")})
