@@ -100,11 +100,11 @@ def test_binder_installs_the_labs_jupyterlab_settings_like_the_lab_script(dry_ru
     overrides = json.loads((tmp_path / "share/jupyter/lab/settings/overrides.json").read_text())
     assert overrides["@jupyterlab/apputils-extension:notification"]["fetchNews"] == "false"
     assert overrides["@jupyterlab/notebook-extension:tracker"]["windowingMode"] == "none"
-    server = sorted((tmp_path / "etc/jupyter/jupyter_server_config.d").glob("*.json"))
-    assert len(server) == 1 and server[0].name > "jupytext.json"  # loaded after jupytext's own file
-    config = json.loads(server[0].read_text())
+    extensions = sorted((tmp_path / "etc/jupyter/jupyter_server_config.d").glob("*.json"))
+    assert len(extensions) == 1 and extensions[0].name > "jupytext.json"  # loaded after jupytext's own file
+    assert json.loads(extensions[0].read_text())["ServerApp"]["jpserver_extensions"] == {"jupyterlab_jupytext": False}
+    config = json.loads((tmp_path / "etc/jupyter/jupyter_server_config.json").read_text())
     assert {"tools", "tests", "benchmarks", "binder", "__pycache__"} <= set(config["ContentsManager"]["hide_globs"])
-    assert config["ServerApp"]["jpserver_extensions"] == {"jupyterlab_jupytext": False}
     page = json.loads(next((tmp_path / "etc/jupyter/labconfig/page_config.d").glob("*.json")).read_text())
     assert page["disabledExtensions"] == {"jupyterlab-jupytext": True}
 
