@@ -12,7 +12,7 @@ sample names), as a learner clicking through the whole widget would.
 
 Measured, per notebook:
   peak RSS   = the kernel process's VmHWM (/proc/<pid>/status): its high-water resident memory;
-  RSS after  = the kernel's VmRSS once every widget state has been shown;
+  RSS after  = the kernel's RSS (psutil) once every widget state has been shown;
   tree peak  = the largest sum over the kernel and its child processes (Inductor's compile
                workers, the C++ compiler), sampled every 0.25 s: RSS, and PSS (shared pages
                counted once, closer to what a container's memory limit sees). No Jupyter server
@@ -26,13 +26,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import threading
 import time
 from pathlib import Path
 
 import nbformat
+import psutil
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
@@ -64,48 +64,44 @@ print(MARK + _json.dumps(_rows))
 """.replace("MARK", repr(MARK))
 
 
-# --- memory of a process tree, from /proc ----------------------------------------------------------
+# --- memory of a process tree: psutil, and /proc for the peak ---------------------------------------
 
-def _status_kb(pid: int, field: str) -> int:
-    """A ``kB`` field of /proc/<pid>/status (VmHWM, VmRSS), 0 if the process is gone."""
+def _peak_kb(pid: int) -> int:
+    """The process's high-water resident memory, VmHWM of /proc/<pid>/status (psutil has no peak on
+    Linux); 0 if the process is gone."""
     try:
         with open(f"/proc/{pid}/status") as status:
-            for line in status:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
+            return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+    except (OSError, StopIteration):
+        return 0
 
 
-def _pss_kb(pid: int) -> int:
+def _rss_kb(pid: int) -> int:
     try:
-        with open(f"/proc/{pid}/smaps_rollup") as rollup:
-            for line in rollup:
-                if line.startswith("Pss:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return _status_kb(pid, "VmRSS")
+        return psutil.Process(pid).memory_info().rss // 1024
+    except psutil.Error:  # gone, or not ours to read
+        return 0
 
 
-def _descendants(pid: int) -> list[int]:
-    """``pid`` and every process below it, from the parent ids in /proc/*/stat."""
-    parents: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as stat:
-                    ppid = int(stat.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            parents.setdefault(ppid, []).append(int(entry))
-    found, todo = [], [pid]
-    while todo:
-        current = todo.pop()
-        found.append(current)
-        todo.extend(parents.get(current, []))
-    return found
+def _tree(pid: int) -> list[psutil.Process]:
+    """The process and every process below it (gone ones left out)."""
+    try:
+        root = psutil.Process(pid)
+        return [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return []
+
+
+def _tree_memory_kb(pid: int) -> tuple[int, int, int]:
+    """(RSS, PSS, processes) summed over the tree; PSS counts shared pages once."""
+    rss = pss = count = 0
+    for process in _tree(pid):
+        try:
+            full = process.memory_full_info()
+        except psutil.Error:  # exited between the listing and the read
+            continue
+        rss, pss, count = rss + full.rss // 1024, pss + full.pss // 1024, count + 1
+    return rss, pss, count
 
 
 class TreeSampler:
@@ -119,10 +115,10 @@ class TreeSampler:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            pids = _descendants(self.pid)
-            self.peak_rss_kb = max(self.peak_rss_kb, sum(_status_kb(p, "VmRSS") for p in pids))
-            self.peak_pss_kb = max(self.peak_pss_kb, sum(_pss_kb(p) for p in pids))
-            self.most_processes = max(self.most_processes, len(pids))
+            rss, pss, count = _tree_memory_kb(self.pid)
+            self.peak_rss_kb = max(self.peak_rss_kb, rss)
+            self.peak_pss_kb = max(self.peak_pss_kb, pss)
+            self.most_processes = max(self.most_processes, count)
             self._stop.wait(self.every_s)
 
     def __enter__(self) -> "TreeSampler":
@@ -164,7 +160,7 @@ def measure(path: Path, verbose: bool = False) -> dict:
                     if verbose:
                         print(f"  {path.name} cell {index} raised: {str(error).splitlines()[-1][:200]}")
             notebook_s = time.perf_counter() - start
-            rss_notebook_kb = _status_kb(pid, "VmRSS")
+            rss_notebook_kb = _rss_kb(pid)
 
             client.timeout = None          # showing every state of a widget can take longer than 900 s
             drive = nbformat.v4.new_code_cell(DRIVE)
@@ -172,7 +168,7 @@ def measure(path: Path, verbose: bool = False) -> dict:
             client.execute_cell(drive, len(nb.cells) - 1)
             text = "".join(o.get("text", "") for o in drive.outputs if o.get("output_type") == "stream")
             widgets = json.loads(text.split(MARK, 1)[1].splitlines()[0])
-            peak_kb, rss_kb = _status_kb(pid, "VmHWM"), _status_kb(pid, "VmRSS")
+            peak_kb, rss_kb = _peak_kb(pid), _rss_kb(pid)
     return {
         "notebook": path.stem, "cells": cells, "failed_cells": failed, "widgets": widgets,
         "states": sum(w["states"] for w in widgets), "new_states": sum(w["new_states"] for w in widgets),

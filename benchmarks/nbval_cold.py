@@ -9,7 +9,7 @@ Runs, in one subprocess (the honest "whole collection" figure: one pytest, one k
 as ``./lab test`` and CI run it):
 
     python -m pytest <notebooks> --nbval-lax --nbval-current-env --nbval-sanitize-with tests/sanitize.cfg
-           -p no:cacheprovider -q --durations=0 --durations-min=0
+           -p no:cacheprovider -q --junitxml=<a temporary file>
 
 Cold: ``TORCHINDUCTOR_CACHE_DIR`` (Inductor's FX-graph, AOTAutograd and compiled C++/Python
 kernels), ``TRITON_CACHE_DIR`` and ``TORCH_EXTENSIONS_DIR`` point into a fresh empty temporary
@@ -19,8 +19,9 @@ operating system's file cache and Python's bytecode caches (importing torch is s
 second time). ``--warm`` leaves the environment alone: torch's usual cache directory, as filled
 by earlier runs (run it twice for a warm figure).
 
-Prints the wall time and pytest's summary line, then the time per notebook (sum of pytest's
-setup/call/teardown durations of its cells; the first cell's setup includes starting the kernel).
+Prints the wall time and pytest's summary line, then the time per notebook (the sum of its cells'
+times in pytest's JUnit XML report: setup, call and teardown; the first cell's setup includes
+starting the kernel).
 The target is at most 4 minutes for the whole collection on a 2-core CPU. Exits with pytest's status.
 """
 
@@ -34,13 +35,13 @@ import subprocess
 import sys
 import tempfile
 import time
+import xml.etree.ElementTree as ElementTree
 from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 TARGET_S = 240
-DURATION = re.compile(r"^\s*([\d.]+)s\s+(setup|call|teardown)\s+(\S+?\.ipynb)::")
 
 
 def select(names: list[str]) -> list[str]:
@@ -63,27 +64,29 @@ def cold_env(root: str) -> dict[str, str]:
     return env
 
 
-def run(targets: list[str], env: dict[str, str] | None, extra: list[str]) -> tuple[float, int, str]:
+def run(targets: list[str], env: dict[str, str] | None, extra: list[str], report: Path) -> tuple[float, int, str]:
     command = [sys.executable, "-m", "pytest", *targets, "--nbval-lax", "--nbval-current-env",
                "--nbval-sanitize-with", "tests/sanitize.cfg", "-p", "no:cacheprovider", "-q",
-               "--durations=0", "--durations-min=0", *extra]
+               f"--junitxml={report}", *extra]
     print("$ " + " ".join(command[1:]), flush=True)
     start = time.perf_counter()
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
     return time.perf_counter() - start, done.returncode, done.stdout + done.stderr
 
 
-def per_notebook(output: str) -> dict[str, tuple[int, float]]:
-    """Notebook -> (cells, seconds), from pytest's --durations lines."""
-    cells: dict[str, set] = defaultdict(set)
+def per_notebook(report: Path) -> dict[str, tuple[int, float]]:
+    """Notebook -> (cells, seconds), from pytest's JUnit XML report (classname "notebooks.NN_name.ipynb")."""
+    cells: dict[str, int] = defaultdict(int)
     seconds: dict[str, float] = defaultdict(float)
-    for line in output.splitlines():
-        match = DURATION.match(line)
-        if match:
-            notebook = Path(match.group(3)).stem
-            seconds[notebook] += float(match.group(1))
-            cells[notebook].add(line.split("::", 1)[1].strip())
-    return {nb: (len(cells[nb]), seconds[nb]) for nb in sorted(seconds)}
+    if not report.exists():
+        return {}
+    for case in ElementTree.parse(report).iter("testcase"):
+        classname = case.get("classname", "")
+        if classname.endswith(".ipynb"):
+            notebook = classname.removesuffix(".ipynb").rsplit(".", 1)[-1]
+            cells[notebook] += 1
+            seconds[notebook] += float(case.get("time", 0))
+    return {nb: (cells[nb], seconds[nb]) for nb in sorted(seconds)}
 
 
 def main() -> int:
@@ -95,13 +98,14 @@ def main() -> int:
     extra = [a for a in extra if a != "--"]
 
     targets = select(args.notebooks)
-    root = None if args.warm else tempfile.mkdtemp(prefix="nbval-cold-")
+    root = tempfile.mkdtemp(prefix="nbval-cold-")
+    report = Path(root) / "report.xml"
     try:
         env = None if args.warm else cold_env(root)
-        wall, status, output = run(targets, env, extra)
+        wall, status, output = run(targets, env, extra, report)
+        rows = per_notebook(report)
     finally:
-        if root:
-            shutil.rmtree(root, ignore_errors=True)
+        shutil.rmtree(root, ignore_errors=True)
     if args.log:
         Path(args.log).write_text(output)
 
@@ -112,7 +116,6 @@ def main() -> int:
     print(f"\n{'caches':<10} {'notebooks':<40} {'wall s':>7} {'target s':>8}  pytest")
     which = ", ".join(Path(t).stem[:2] if t.endswith(".ipynb") else "all" for t in targets)
     print(f"{'warm' if args.warm else 'cold':<10} {which:<40} {wall:>7.1f} {TARGET_S:>8}  {summary}")
-    rows = per_notebook(output)
     if rows:
         print(f"\n{'notebook':<34} {'cells':>5} {'seconds':>8}")
         for notebook, (cells, seconds) in rows.items():

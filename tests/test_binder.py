@@ -14,42 +14,26 @@ import shutil
 import subprocess
 import sys
 
-import pytest
-
 try:
     import tomllib
-except ImportError:  # Python 3.10 (requires-python is >=3.10): pip vendors the same parser
-    from pip._vendor import tomli as tomllib
+except ImportError:  # Python 3.10: requirements.txt installs tomli there
+    import tomli as tomllib
 
-try:
-    from packaging.requirements import Requirement
-    from packaging.version import Version
-except ImportError:
-    from pip._vendor.packaging.requirements import Requirement
-    from pip._vendor.packaging.version import Version
+import pytest
+from packaging.requirements import Requirement
+from packaging.version import Version
+
+from requirement_files import applies_here, lines as _lines, option as _option, requirements
+
+pytestmark = pytest.mark.slow  # repo2docker and pip dry runs: minutes, and what Binder builds, not labkit
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 BINDER = ROOT / "binder"
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
-TORCH_PIN = "torch==2.13.0+cpu"
+REFERENCE_TORCH = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["lab"]["reference_torch"]
+TORCH_PIN = f"torch=={REFERENCE_TORCH}+cpu"
 PYTHON = "3.11"
 BINDER_UID, BINDER_USER = "1000", "jovyan"  # what BinderHub passes to repo2docker
-
-
-def _lines(path):
-    """Requirement lines without comments or blanks (pip's rule: '#' at the start or after a space)."""
-    out = []
-    for raw in path.read_text().splitlines():
-        line = re.sub(r"(^|\s)#.*$", "", raw).strip()
-        if line:
-            out.append(line)
-    return out
-
-
-def _option(line):
-    """('--extra-index-url', 'URL') for 'OPTION VALUE' or 'OPTION=VALUE' lines, else (None, line)."""
-    m = re.match(r"^(-[-\w]+)(?:\s*=\s*|\s+)(.+)$", line)
-    return (m.group(1), m.group(2).strip()) if m else (None, line)
 
 
 # ---------------------------------------------------------------- repo2docker's dry run
@@ -101,6 +85,28 @@ def test_binder_requirements_are_installed_after_the_repo_is_copied(dry_run):
     assert re.search(rf"--chown=({BINDER_UID}|\$\{{?NB_UID\}}?)\b", copy), copy
     user = [l for l in lines[:pip] if re.match(r"USER\s", l)][-1]
     assert re.match(rf"USER\s+(\$\{{?NB_USER\}}?|{BINDER_USER})$", user), user
+
+
+def test_binder_installs_the_labs_jupyterlab_settings_like_the_lab_script(dry_run, tmp_path):
+    """binder/postBuild runs after the requirements (JupyterLab is there), and it is what ./lab runs too:
+    no news pop-up, every cell rendered, the maintainers' folders hidden, jupytext's extensions off."""
+    lines = _dockerfile(dry_run)
+    pip = next(i for i, l in enumerate(lines) if re.search(r"\bpip\b.*-r\s+\"?binder/requirements", l))
+    post = [i for i, l in enumerate(lines) if re.match(r"RUN\s+\./binder/postBuild$", l)]
+    assert post and post[0] > pip, "postBuild does not run after the requirements are installed"
+    assert 'binder/postBuild "$venv"' in (ROOT / "lab").read_text()
+    done = subprocess.run([str(BINDER / "postBuild"), str(tmp_path)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    overrides = json.loads((tmp_path / "share/jupyter/lab/settings/overrides.json").read_text())
+    assert overrides["@jupyterlab/apputils-extension:notification"]["fetchNews"] == "false"
+    assert overrides["@jupyterlab/notebook-extension:tracker"]["windowingMode"] == "none"
+    extensions = sorted((tmp_path / "etc/jupyter/jupyter_server_config.d").glob("*.json"))
+    assert len(extensions) == 1 and extensions[0].name > "jupytext.json"  # loaded after jupytext's own file
+    assert json.loads(extensions[0].read_text())["ServerApp"]["jpserver_extensions"] == {"jupyterlab_jupytext": False}
+    config = json.loads((tmp_path / "etc/jupyter/jupyter_server_config.json").read_text())
+    assert {"tools", "tests", "benchmarks", "binder", "__pycache__"} <= set(config["ContentsManager"]["hide_globs"])
+    page = json.loads(next((tmp_path / "etc/jupyter/labconfig/page_config.d").glob("*.json")).read_text())
+    assert page["disabledExtensions"] == {"jupyterlab-jupytext": True}
 
 
 # ---------------------------------------------------------------- binder/requirements.txt itself
@@ -177,9 +183,9 @@ def test_binder_requirements_resolve_without_the_cpu_index(tmp_path):
 
 def test_the_lab_requirements_exist_on_the_index(tmp_path):
     """Installed here is not enough: each requirement must resolve from the index for a fresh image."""
-    reqs = [l for l in _lines(ROOT / "requirements.txt") if not re.match(r"torch\b", l)]
+    reqs = [r for r in requirements(ROOT / "requirements.txt") if r.name != "torch" and applies_here(r)]
     assert reqs
     report = tmp_path / "report.json"
-    _pip("--ignore-installed", "--no-deps", "--report", str(report), *reqs, cwd=tmp_path)
-    names = {re.match(r"[\w.-]+", r).group(0).lower().replace("_", "-") for r in reqs}
+    _pip("--ignore-installed", "--no-deps", "--report", str(report), *map(str, reqs), cwd=tmp_path)
+    names = {r.name.lower().replace("_", "-") for r in reqs}
     assert names <= set(_report(report)), (names, _report(report))

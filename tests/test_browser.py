@@ -1,16 +1,23 @@
-"""Every widget in a real JupyterLab, driven in a real Chromium: what a learner clicks is what the core says.
+"""The lab in a real JupyterLab, driven in a real Chromium: a learner's first run, and every widget.
 
-For each notebook with a widget: start JupyterLab on loopback (on a copy of the notebooks, so
-nothing is saved over them), open the notebook, clear it and run all cells (no cell may fail),
-then flip the widget's controls one at a time. After each flip the test reads the whole state
-back from the page, asks labkit's core — in this test process — what the view must say for that
-state, and waits until the page says exactly that. Screenshots go to ``tests/artifacts/browser/``.
+The server is ``./lab``'s own (``./lab open --no-browser``, so JupyterLab gets the settings the lab
+ships: binder/postBuild), run on a copy of the repository so that nothing is saved over it.
+
+- First run: notebook 00 opened where ``./lab`` opens it, the file browser's top level, Run All: no
+  cell may fail and no news pop-up may appear; a screenshot (the README shows it).
+- Widgets: for each notebook with a widget, run its setup cell and its widget cell, then flip the
+  widget's controls one at a time. After each flip the test reads the whole state back from the page,
+  asks labkit's core, in this test process, what the view must say for that state, and waits until
+  the page says exactly that. (nbval runs every cell of every notebook; here only the widget's.)
+
+Every wait is on an event JupyterLab reports (its documents ready, its run-all promise resolved, the
+view's text), never on a guessed delay, and each deadline is generous: a loaded machine is slow,
+not wrong. Screenshots go to ``tests/artifacts/browser/``.
 
 Needs playwright (``tests/requirements.txt``; never ``playwright install``: it uses the system
 Chromium at /usr/bin/chromium, Debian's package ``chromium``). Without them the test skips with
 that sentence, except when ``LAB_CI=1`` (set by ``.ci/run``), where it fails.
-``LAB_UPDATE_SCREENSHOTS=1`` also copies one screenshot per widget to ``docs/screenshots/`` (the
-README shows those).
+``LAB_UPDATE_SCREENSHOTS=1`` also copies the README's screenshots to ``docs/screenshots/``.
 """
 
 from __future__ import annotations
@@ -28,6 +35,8 @@ import time
 import urllib.request
 
 import pytest
+
+pytestmark = pytest.mark.slow  # a JupyterLab server and a browser: minutes
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "tests" / "artifacts" / "browser"
@@ -72,6 +81,12 @@ FLIPS = {
         + ([("device", "cuda")] if "cuda" in lw.devices() else [])),
 }
 
+FIRST_RUN = "00_start_here"
+# what the file browser must show a learner at the top, and must not (maintainers' folders)
+SHOWN = {"README.md", "INSTRUCTORS.md", "notebooks", "labkit"}
+HIDDEN = {"tools", "tests", "benchmarks", "binder", "src"}
+NEWS = "official Jupyter news"  # JupyterLab's pop-up: "Would you like to get notified about official Jupyter news?"
+
 # the screenshot the README shows for each widget: (step, file name in docs/screenshots/)
 SHOWCASE = {"02_mutates_args": (1, "declaration-lab.png"), "03_aliasing_and_names": (2, "naming-lab.png"),
             "04_dce_and_dynamic_shapes": (1, "dynamic-lab.png")}
@@ -88,7 +103,7 @@ def expected_view(widget: lw.LabWidget) -> str:
     return words(html.unescape(_TAG.sub("", widget.render(widget.result()))))
 
 
-# --- the server -------------------------------------------------------------------------------
+# --- the server: ./lab's own --------------------------------------------------------------------
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -96,38 +111,51 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _settings(folder: pathlib.Path) -> None:
-    """No news pop-up; every cell rendered (no windowing), so the widget's DOM is always there."""
-    for plugin, values in {"apputils-extension/notification": {"fetchNews": "false", "checkForUpdates": False},
-                           "notebook-extension/tracker": {"windowingMode": "none"}}.items():
-        path = folder / "@jupyterlab" / f"{plugin}.jupyterlab-settings"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(values))
+def _copy_of_the_repository(home: pathlib.Path) -> pathlib.Path:
+    """The lab as a learner has it, minus what is not part of it: JupyterLab autosaves into the copy."""
+    copy = home / "lab"
+    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".git", ".venv", "*.egg-info", "__pycache__",
+                                                             "artifacts", ".pytest_cache"))
+    return copy
+
+
+def _environment_is_current() -> bool:
+    """./lab reinstalls when requirements.txt or pyproject.toml changed since its last install; run from
+    the copy, that would point labkit's editable install at the copy. ./lab test never leaves it stale."""
+    stamp = subprocess.run("cat requirements.txt pyproject.toml | cksum", shell=True, cwd=ROOT,
+                           capture_output=True, text=True).stdout
+    installed = pathlib.Path(sys.prefix, ".lab-installed")
+    return installed.exists() and installed.read_text() == stamp
 
 
 @pytest.fixture(scope="module")
 def lab_url(tmp_path_factory):
+    if not _environment_is_current():
+        pytest.fail("This environment predates requirements.txt or pyproject.toml: run ./lab test, which updates it.")
     home = tmp_path_factory.mktemp("lab")
-    shutil.copytree(ROOT / "notebooks", home / "notebooks", ignore=shutil.ignore_patterns("src"))
-    _settings(home / "settings")
+    copy = _copy_of_the_repository(home)
     port = _free_port()
+    # The environment this test runs in stands for ./lab's .venv (it is that venv under ./lab test).
+    # The user settings and workspaces are empty folders: no one's own settings hide the lab's.
+    env = dict(os.environ, LAB_VENV=sys.prefix, JUPYTERLAB_SETTINGS_DIR=str(home / "settings"),
+               JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"), JUPYTER_CONFIG_DIR=str(home / "config"))
     log = open(home / "server.log", "w")
     server = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
-         "--ServerApp.port_retries=0", "--IdentityProvider.token=", "--ServerApp.password=",
-         "--ServerApp.disable_check_xsrf=True", "--LabApp.expose_app_in_browser=True",
-         "--ServerApp.allow_root=True", "--ServerApp.open_browser=False", f"--ServerApp.root_dir={home}",
-         f"--LabServerApp.user_settings_dir={home / 'settings'}",
-         f"--LabServerApp.workspaces_dir={home / 'workspaces'}"],
-        stdout=log, stderr=subprocess.STDOUT, cwd=home)
+        ["bash", str(copy / "lab"), "open", "--no-browser", "--ServerApp.ip=127.0.0.1",
+         f"--ServerApp.port={port}", "--ServerApp.port_retries=0", "--IdentityProvider.token=",
+         "--ServerApp.password=", "--ServerApp.disable_check_xsrf=True", "--LabApp.expose_app_in_browser=True",
+         "--ServerApp.allow_root=True"],
+        stdout=log, stderr=subprocess.STDOUT, cwd=home, env=env)
     url = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(120):
+        deadline = time.monotonic() + 300
+        while True:
             try:
-                urllib.request.urlopen(f"{url}/lab", timeout=5)
+                urllib.request.urlopen(f"{url}/api/status", timeout=10)
                 break
             except OSError:
                 assert server.poll() is None, (home / "server.log").read_text()[-3000:]
+                assert time.monotonic() < deadline, "the server did not answer in 5 minutes"
                 time.sleep(0.5)
         yield url
     finally:
@@ -146,31 +174,57 @@ def browser():
 
 # --- the page ---------------------------------------------------------------------------------
 
-NOTEBOOK = "window.jupyterapp.shell.currentWidget"
-# Done when every code cell has run, or when a cell failed (JupyterLab then stops the run).
-RUN_DONE = f"""() => {{
-  const nb = {NOTEBOOK};
-  const kernel = nb?.sessionContext?.session?.kernel;
-  if (!kernel || kernel.status !== 'idle') return false;
-  const code = nb.content.widgets.filter(c => c.model.type === 'code');
-  return code.every(c => c.model.executionCount !== null)
-    || code.some(c => c.model.outputs.toJSON().some(o => o.output_type === 'error'));
-}}"""
-ERRORS = f"""() => {NOTEBOOK}.content.widgets.filter(c => c.model.type === 'code')
-  .flatMap(c => c.model.outputs.toJSON()).filter(o => o.output_type === 'error')
+# window.jupyterapp appears only once JupyterLab has loaded its extensions, which can be well after the
+# page's load event on a busy machine; a wait that read window.jupyterapp.shell threw a TypeError then,
+# and Playwright fails a wait_for_function at its predicate's first exception instead of retrying.
+NOTEBOOK = "window.jupyterapp?.shell?.currentWidget"
+ERRORS = f"""() => Array.from({NOTEBOOK}.model.cells).filter(c => c.type === 'code')
+  .flatMap(c => c.toJSON().outputs).filter(o => o.output_type === 'error')
   .map(o => o.ename + ': ' + o.evalue)"""
 
 
-def run_all(page, url: str, name: str) -> None:
-    # a workspace of its own, reset: JupyterLab would otherwise reopen the previous notebook too
-    page.goto(f"{url}/lab/workspaces/{name}/tree/notebooks/{name}.ipynb?reset")
-    page.wait_for_function(f"""() => {NOTEBOOK}?.context?.path === 'notebooks/{name}.ipynb'
-                               && {NOTEBOOK}.sessionContext?.session?.kernel?.status === 'idle'""",
-                           timeout=120_000)
-    page.evaluate("() => window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
-    page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
-    page.wait_for_function(RUN_DONE, timeout=600_000, polling=1000)
-    assert page.evaluate(ERRORS) == [], f"{name}: cells failed in JupyterLab"
+def open_notebook(page, url: str, path: str) -> None:
+    """Open PATH in the lab and wait until JupyterLab says its document and its kernel are ready.
+
+    Waiting on the notebook's own promises, not on the cells the page happens to show: JupyterLab
+    renders cells in batches, and a check over a half-rendered notebook passes on too few cells.
+    """
+    page.goto(f"{url}/lab/tree/{path}", wait_until="domcontentloaded", timeout=300_000)
+    page.wait_for_function(f"() => {NOTEBOOK}?.context?.path === '{path}'", timeout=300_000, polling=500)
+    page.evaluate(f"""async () => {{
+        const nb = {NOTEBOOK};
+        await nb.context.ready;
+        await nb.sessionContext.ready;
+        await nb.revealed;
+    }}""")
+    page.wait_for_function(f"() => {NOTEBOOK}.sessionContext.session?.kernel?.status === 'idle'",
+                           timeout=300_000, polling=500)
+
+
+def run(page, command: str, cells: list[int] | None = None, timeout_s: float = 900) -> None:
+    """Run JupyterLab's COMMAND (on CELLS, each in turn) and wait for the promise it returns, which
+    JupyterLab resolves when the kernel has replied for every cell it ran."""
+    page.evaluate(f"""(cells) => {{
+        const app = window.jupyterapp, nb = {NOTEBOOK};
+        window.labTestDone = undefined;
+        const each = async () => {{
+            for (const i of cells ?? [null]) {{
+                if (i !== null) nb.content.activeCellIndex = i;
+                await app.commands.execute('{command}');
+            }}
+        }};
+        each().then(() => {{ window.labTestDone = 'done'; }}, e => {{ window.labTestDone = String(e); }});
+    }}""", cells)
+    page.wait_for_function("() => window.labTestDone !== undefined", timeout=timeout_s * 1000, polling=500)
+    assert page.evaluate("() => window.labTestDone") == "done"
+
+
+def cell_index(page, needle: str) -> int:
+    """The index of the first code cell whose source contains NEEDLE."""
+    index = page.evaluate(f"""(needle) => Array.from({NOTEBOOK}.model.cells)
+        .findIndex(c => c.type === 'code' && c.sharedModel.getSource().includes(needle))""", needle)
+    assert index >= 0, needle
+    return index
 
 
 def widget_area(page):
@@ -211,7 +265,17 @@ def flip(area, widget: lw.LabWidget, name: str, value: str) -> None:
         element.locator("input").press("Enter")
 
 
-def wait_for_view(page, area, expected: str, timeout_s: float = 300) -> str:
+def wait_for_state(area, widget: lw.LabWidget, name: str, value: str, timeout_s: float = 60) -> dict:
+    """The page's state once control NAME shows VALUE (the view redraws the control after the click)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        state = read_state(area, widget)
+        if state[name] == value or time.monotonic() > deadline:
+            return state
+        area.page.wait_for_timeout(200)
+
+
+def wait_for_view(page, area, expected: str, timeout_s: float = 600) -> str:
     view = area.locator(".widget-html-content").last
     deadline = time.monotonic() + timeout_s
     shown = ""
@@ -223,35 +287,82 @@ def wait_for_view(page, area, expected: str, timeout_s: float = 300) -> str:
     return shown
 
 
+def new_page(browser):
+    page = browser.new_page(viewport={"width": 1300, "height": 2200})
+    page.set_default_timeout(300_000)  # for locators: the widget is there once its cell has run
+    return page
+
+
+def close(page, name: str) -> None:
+    page.screenshot(path=str(ARTIFACTS / f"{name}-last.png"))  # what the page showed at the end
+    page.evaluate(f"() => {NOTEBOOK}?.sessionContext?.shutdown()")  # free the kernel's memory
+    page.close()
+
+
+def showcase(source: pathlib.Path, target: str) -> None:
+    if os.environ.get("LAB_UPDATE_SCREENSHOTS") == "1":
+        (ROOT / "docs" / "screenshots").mkdir(parents=True, exist_ok=True)
+        shutil.copy(source, ROOT / "docs" / "screenshots" / target)
+
+
+def test_first_run_opens_notebook_00_and_runs_all_without_a_popup_or_an_error(lab_url, browser):
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    top = json.load(urllib.request.urlopen(f"{lab_url}/api/contents/", timeout=60))
+    names = {item["name"] for item in top["content"]}
+    assert SHOWN <= names and not names & HIDDEN, f"the file browser shows {sorted(names)}"
+    settings = json.load(urllib.request.urlopen(
+        f"{lab_url}/lab/api/settings/@jupyterlab/apputils-extension:notification", timeout=60))
+    assert settings["schema"]["properties"]["fetchNews"]["default"] == "false", "the lab's settings are not applied"
+
+    page = new_page(browser)
+    try:
+        open_notebook(page, lab_url, f"notebooks/{FIRST_RUN}.ipynb")  # where ./lab opens it
+        run(page, "notebook:run-all-cells")
+        assert page.evaluate(ERRORS) == [], "cells failed in JupyterLab"
+        executed = page.evaluate(f"""() => Array.from({NOTEBOOK}.model.cells)
+            .filter(c => c.type === 'code').map(c => c.executionCount)""")
+        assert executed and None not in executed, executed
+        assert NEWS not in page.evaluate("() => document.body.innerText")
+        page.evaluate(f"""() => {{  // to the top, for the README's screenshot
+            const nb = {NOTEBOOK};
+            nb.content.activeCellIndex = 0;
+            nb.node.querySelectorAll('.jp-WindowedPanel-outer').forEach(e => {{ e.scrollTop = 0; }});
+        }}""")
+        colab = page.locator(".jp-InputPlaceholder").first  # Colab's cell, collapsed to its first line
+        assert "Colab only" in colab.inner_text() and colab.is_visible()
+        page.screenshot(path=str(ARTIFACTS / "first-run.png"))
+        showcase(ARTIFACTS / "first-run.png", "first-run.png")
+    finally:
+        close(page, FIRST_RUN)
+
+
 @pytest.mark.parametrize("name", list(FLIPS))
 def test_widget_in_jupyterlab_shows_what_the_core_computes(name, lab_url, browser):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     make_widget, flips = FLIPS[name]
     core = make_widget()
-    page = browser.new_page(viewport={"width": 1300, "height": 2200})
-    page.set_default_timeout(60_000)
+    page = new_page(browser)
     try:
-        run_all(page, lab_url, name)
+        open_notebook(page, lab_url, f"notebooks/{name}.ipynb")
+        run(page, "notebook:clear-all-cell-outputs")
+        run(page, "notebook:run-cell", [cell_index(page, "import labkit"), cell_index(page, f"{core.namespace}")])
+        assert page.evaluate(ERRORS) == [], f"{name}: the widget's cells failed in JupyterLab"
         area = widget_area(page)
         area.wait_for()
         for step, change in enumerate([None, *flips]):
             if change:
                 flip(area, core, *change)
-                page.wait_for_timeout(300)
-            state = read_state(area, core)
-            if change:
+                state = wait_for_state(area, core, *change)
                 assert state[change[0]] == change[1], f"the page did not take {change}: {state}"
+            else:
+                state = read_state(area, core)
             expected = expected_view(core.set(**state))
             shown = wait_for_view(page, area, expected)
             assert shown == expected, f"{name} after {change}: the page shows\n{shown}\nthe core says\n{expected}"
             area.screenshot(path=str(ARTIFACTS / f"{name}-{step}.png"))
         page.screenshot(path=str(ARTIFACTS / f"{name}-page.png"))
-        if os.environ.get("LAB_UPDATE_SCREENSHOTS") == "1":
-            step, target = SHOWCASE[name]
-            (ROOT / "docs" / "screenshots").mkdir(parents=True, exist_ok=True)
-            shutil.copy(ARTIFACTS / f"{name}-{step}.png", ROOT / "docs" / "screenshots" / target)
+        step, target = SHOWCASE[name]
+        showcase(ARTIFACTS / f"{name}-{step}.png", target)
     finally:
-        page.screenshot(path=str(ARTIFACTS / f"{name}-last.png"))  # what the page showed at the end
-        page.evaluate(f"() => {NOTEBOOK}?.sessionContext?.shutdown()")  # free the kernel's memory
-        page.close()
+        close(page, name)
         labkit.drop_namespace(core.namespace)

@@ -18,8 +18,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 import build_notebooks  # noqa: E402
 
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-PUB = build_notebooks.publication()
+NOTEBOOKS = [build_notebooks.target_of(source) for source in build_notebooks.all_sources()]
+PUB = build_notebooks.lab_config()
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 WIDGET_VIEW = build_notebooks.WIDGET_VIEW
 
@@ -66,14 +66,20 @@ def test_navigation_links_resolve(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_first_code_cell_installs_labkit_on_colab_only(path):
+def test_first_code_cell_installs_labkit_on_colab_only_and_says_so_collapsed(path):
+    """Outside Colab the cell must not read like an install step: it is collapsed (JupyterLab shows its
+    first line; Colab shows a form titled by it) and that line says it does nothing here."""
     first = next(c for c in _cells(path) if c["cell_type"] == "code")
     source = _text(first)
     assert 'if "google.colab" in sys.modules:' in source
     assert f'"labkit @ git+https://github.com/{PUB["github"]}@{PUB["branch"]}"' in source
     assert "--no-deps" in source and not first["outputs"]
+    assert first["metadata"]["jupyter"] == {"source_hidden": True} and first["metadata"]["cellView"] == "form"
+    summary = source.splitlines()[0]
+    assert summary.startswith("#@title Colab only") and "Elsewhere this cell does nothing" in summary
 
 
+@pytest.mark.slow  # pip resolves against the index
 def test_colab_install_installs_labkit_and_nothing_else(tmp_path):
     """The cell's pip arguments, pointed at this checkout instead of GitHub: only labkit would install,
     so Colab's torch and ipywidgets stay as they are."""

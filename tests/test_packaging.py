@@ -1,33 +1,47 @@
-"""Requirements stay friendly to Colab (torch already there, ipywidgets 7.7) and Binder (CPU torch)."""
+"""Requirements stay friendly to Colab (torch already there, ipywidgets 7.7) and Binder (CPU torch),
+and the reference torch is stated once, in pyproject.toml's [tool.lab]."""
 
 import pathlib
-import re
+import subprocess
+
+try:
+    import tomllib
+except ImportError:  # Python 3.10: requirements.txt installs tomli there
+    import tomli as tomllib
+
+from requirement_files import lines, requirements
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+REFERENCE_TORCH = PYPROJECT["tool"]["lab"]["reference_torch"]
 
 
-def _requirements(path):
-    return [line.split("#")[0].strip() for line in (ROOT / path).read_text().splitlines()
-            if line.split("#")[0].strip()]
+def _named(path, name):
+    return [str(r) for r in requirements(ROOT / path) if r.name == name]
 
 
 def test_torch_is_a_range_never_a_pin_for_users():
-    for path in ("requirements.txt",):
-        torch_lines = [r for r in _requirements(path) if re.match(r"torch\b", r)]
-        assert torch_lines == ["torch>=2.6"], path
-    assert '"torch>=2.6"' in (ROOT / "pyproject.toml").read_text()
+    assert [r for r in _named("requirements.txt", "torch") if "==" in r] == []
+    assert [d for d in PYPROJECT["project"]["dependencies"] if d.startswith("torch") and "==" in d] == []
 
 
 def test_ipywidgets_accepts_colabs_7_7():
-    assert "ipywidgets>=7.7,<9" in _requirements("requirements.txt")
-    assert '"ipywidgets>=7.7,<9"' in (ROOT / "pyproject.toml").read_text()
+    assert _named("requirements.txt", "ipywidgets") == ["ipywidgets<9,>=7.7"]
+    assert "ipywidgets>=7.7,<9" in PYPROJECT["project"]["dependencies"]
 
 
-def test_binder_and_the_lab_script_install_a_cpu_build():
-    binder = _requirements("binder/requirements.txt")
-    assert "torch==2.13.0+cpu" in binder and "-e ." in binder
+def test_binder_pins_the_reference_torch_and_installs_labkit():
+    binder = lines(ROOT / "binder" / "requirements.txt")
+    assert f"torch=={REFERENCE_TORCH}+cpu" in binder and "-e ." in binder
+
+
+def test_the_lab_script_installs_the_reference_torch_from_pyproject():
+    """./lab reads [tool.lab] reference_torch itself (no copy of the number in the script)."""
     lab = (ROOT / "lab").read_text()
-    assert "whl/cpu" in lab and 'reference_torch=2.13.0' in lab
+    assert "whl/cpu" in lab and REFERENCE_TORCH not in lab
+    printed = subprocess.run(["bash", "-c", "source <(sed -n '/^reference_torch()/,/^}/p' lab); reference_torch"],
+                             cwd=ROOT, capture_output=True, text=True)
+    assert printed.stdout.strip() == REFERENCE_TORCH, printed.stderr
 
 
 def test_ci_runs_exactly_the_readme_test_command():

@@ -7,13 +7,15 @@ import pytest
 from nbclient import NotebookClient
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+NOTEBOOKS = [ROOT / "notebooks" / f"{source.stem}.ipynb"
+             for source in sorted((ROOT / "tools" / "notebook_sources").glob("[0-9][0-9]_*.py"))]
 
 
 def _errors(cell) -> list[str]:
     return [f"{o['ename']}: {o['evalue']}" for o in cell.get("outputs", []) if o.get("output_type") == "error"]
 
 
+@pytest.mark.slow  # twelve notebook runs: the longest test of the suite
 def test_all_notebooks_in_one_kernel_in_reverse_order_each_run_twice():
     """The hardest order: later notebooks first, then every cell of each notebook a second time.
 

@@ -1,68 +1,80 @@
-"""Build notebooks/NN_*.ipynb from their percent-format sources in notebooks/src/, and run them.
+"""Build notebooks/NN_*.ipynb from their percent-format sources in tools/notebook_sources/, and run them.
 
-    python tools/build_notebooks.py            # build and execute every notebook
-    python tools/build_notebooks.py 00 02      # only these
-    python tools/build_notebooks.py --check    # fail if an .ipynb's cells differ from its source
+    python tools/build_notebooks.py              # build and execute every notebook
+    python tools/build_notebooks.py 00 02        # only these (a number, or a name)
+    python tools/build_notebooks.py --check      # executes nothing: fail if a notebook's cells differ
+    python tools/build_notebooks.py --check 02   #   from what its source builds (one line per notebook)
 
-Source format: ``# %%`` starts a code cell, ``# %% [markdown]`` a markdown cell (its lines
-written as ``# text``), and ``# %% solution`` a code cell whose source JupyterLab shows
-collapsed (a hidden-by-default solution). Outputs are stored by executing the notebook
-in a fresh kernel, as nbval will.
+The sources are jupytext's percent format (``jupytext.reads(text, fmt="py:percent")``):
+``# %%`` starts a code cell, ``# %% [markdown]`` a markdown cell, and a solution is a code cell
+whose source JupyterLab shows collapsed, written with standard cell metadata:
+``# %% jupyter={"source_hidden": true} tags=["solution"]``. Outputs are stored by executing the
+notebook in a fresh kernel, as nbval will, on the reference torch (``[tool.lab] reference_torch``
+in pyproject.toml): outputs recorded on another torch would fail nbval's comparison there.
 
-Every notebook also gets, from ``[tool.lab]`` in pyproject.toml (where the lab is published):
-a navigation cell with its "Open in Colab" and Binder badges on top, a Colab-only install
-cell as its first code cell, and a navigation cell at the bottom.
+Every notebook also gets, from ``[tool.lab]`` (where the lab is published): a navigation cell with
+its "Open in Colab" and Binder badges on top, Colab's install cell as its first code cell (collapsed
+to its one-line summary: elsewhere it does nothing), and a navigation cell at the bottom.
 
-Widget outputs are stored *without* their live-widget view: GitHub, nbviewer and nbconvert
-cannot run a widget and would show "Loading widget..."; what they show instead is the widget's
-static HTML rendering of its state, which each lab widget puts in its display bundle.
+Widget outputs are stored *without* their live-widget view: GitHub, nbviewer and nbconvert cannot run
+a widget and would show "Loading widget..."; what they show instead is the widget's static HTML
+rendering of its state, which each lab widget puts in its display bundle.
 """
 
 from __future__ import annotations
 
+import argparse
+import importlib.metadata
 import pathlib
 import sys
 
 try:
     import tomllib
-except ImportError:  # Python 3.10: pip vendors the same parser
-    from pip._vendor import tomli as tomllib
+except ImportError:  # Python 3.10
+    import tomli as tomllib
 
+import jupytext
 import nbformat
 from nbclient import NotebookClient
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-SRC = ROOT / "notebooks" / "src"
+SOURCES = ROOT / "tools" / "notebook_sources"
+NOTEBOOKS = ROOT / "notebooks"
 KERNEL = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 COLAB_BADGE = "https://colab.research.google.com/assets/colab-badge.svg"
 BINDER_BADGE = "https://mybinder.org/badge_logo.svg"
 CONTENTS = "../README.md#the-notebooks"
+# Collapsed in JupyterLab (jupyter.source_hidden), shown as a titled form on Colab (cellView + @title).
+COLAB_CELL_METADATA = {"cellView": "form", "jupyter": {"source_hidden": True}}
 
 
-def publication() -> dict:
-    """``[tool.lab]`` of pyproject.toml: the GitHub ``owner/name`` and branch the lab is published at."""
+def lab_config() -> dict:
+    """``[tool.lab]`` of pyproject.toml: where the lab is published, and the reference torch."""
     return tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["lab"]
 
 
 def colab_url(name: str) -> str:
-    pub = publication()
-    return f"https://colab.research.google.com/github/{pub['github']}/blob/{pub['branch']}/notebooks/{name}"
+    lab = lab_config()
+    return f"https://colab.research.google.com/github/{lab['github']}/blob/{lab['branch']}/notebooks/{name}"
 
 
 def binder_url(name: str) -> str:
-    pub = publication()
-    return f"https://mybinder.org/v2/gh/{pub['github']}/{pub['branch']}?urlpath=lab/tree/notebooks/{name}"
+    lab = lab_config()
+    return f"https://mybinder.org/v2/gh/{lab['github']}/{lab['branch']}?urlpath=lab/tree/notebooks/{name}"
 
 
 def colab_install_cell() -> str:
-    """Installs labkit on Colab only; --no-deps keeps Colab's own torch and ipywidgets untouched."""
-    pub = publication()
-    return ("# On Colab only: install labkit from the lab's repository. --no-deps keeps Colab's own\n"
-            "# torch and ipywidgets (labkit works with ipywidgets >=7.7,<9). Elsewhere: nothing to do.\n"
+    """Installs labkit on Colab only; --no-deps keeps Colab's own torch and ipywidgets untouched.
+
+    Its first line is all a learner sees (the cell is collapsed), so it says what the cell is for.
+    """
+    lab = lab_config()
+    return ("#@title Colab only: installs labkit there. Elsewhere this cell does nothing.\n"
+            "# --no-deps keeps Colab's own torch and ipywidgets (labkit works with ipywidgets >=7.7,<9).\n"
             "import sys\n\n"
             'if "google.colab" in sys.modules:\n'
-            f'    %pip install --quiet --no-deps "labkit @ git+https://github.com/{pub["github"]}@{pub["branch"]}"')
+            f'    %pip install --quiet --no-deps "labkit @ git+https://github.com/{lab["github"]}@{lab["branch"]}"')
 
 
 def title(source: pathlib.Path) -> str:
@@ -72,7 +84,7 @@ def title(source: pathlib.Path) -> str:
 
 
 def navigation(source: pathlib.Path, top: bool) -> str:
-    sources = sorted(SRC.glob("*.py"))
+    sources = all_sources()
     i = sources.index(source)
     links = []
     if i > 0:
@@ -88,17 +100,38 @@ def navigation(source: pathlib.Path, top: bool) -> str:
             f"[![Binder]({BINDER_BADGE})]({binder_url(name)}) · {nav}")
 
 
-def cells_of(source: pathlib.Path) -> list:
-    """The notebook's cells: the source's, with the navigation cells and Colab's install cell added."""
-    cells = parse(source.read_text())
-    return ([nbformat.v4.new_markdown_cell(navigation(source, top=True)), cells[0],
-             nbformat.v4.new_code_cell(colab_install_cell())]
-            + cells[1:] + [nbformat.v4.new_markdown_cell(navigation(source, top=False))])
+def all_sources() -> list[pathlib.Path]:
+    return sorted(SOURCES.glob("[0-9][0-9]_*.py"))
 
 
-def static_widgets(nb) -> None:
-    """Keep widget outputs as their static HTML: no live-widget view, no saved widget state."""
-    nb.metadata.pop("widgets", None)
+def source_cells(source: pathlib.Path) -> list:
+    """The source's cells, as jupytext reads them, less jupytext's own layout bookkeeping."""
+    cells = jupytext.reads(source.read_text(), fmt="py:percent").cells
+    for cell in cells:
+        cell.metadata.pop("lines_to_next_cell", None)
+    return cells
+
+
+def built_notebook(source: pathlib.Path):
+    """The notebook before execution: the source's cells with the navigation and Colab cells added."""
+    cells = source_cells(source)
+    colab = nbformat.v4.new_code_cell(colab_install_cell(), metadata=COLAB_CELL_METADATA)
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(navigation(source, top=True)), cells[0],
+                                         colab, *cells[1:],
+                                         nbformat.v4.new_markdown_cell(navigation(source, top=False))])
+    nb.metadata["kernelspec"] = KERNEL
+    nb.metadata["language_info"] = {"name": "python"}
+    for i, cell in enumerate(nb.cells):  # stable ids keep diffs small
+        cell["id"] = f"{source.stem[:2]}-{i:03d}"
+    return nb
+
+
+def target_of(source: pathlib.Path) -> pathlib.Path:
+    return NOTEBOOKS / (source.stem + ".ipynb")
+
+
+def drop_live_widget_views(nb) -> None:
+    """Keep widget outputs as their static HTML (the saved widget state is off in NotebookClient)."""
     for cell in nb.cells:
         for output in cell.get("outputs", []):
             data = output.get("data", {})
@@ -106,69 +139,91 @@ def static_widgets(nb) -> None:
                 del data[WIDGET_VIEW]
 
 
-def parse(text: str) -> list:
-    cells, kind, lines = [], None, []
-
-    def flush():
-        if kind is None:
-            return
-        body = "\n".join(lines).strip("\n")
-        if kind == "markdown":
-            body = "\n".join(line[2:] if line.startswith("# ") else line.lstrip("#") for line in body.splitlines())
-            cells.append(nbformat.v4.new_markdown_cell(body))
-        else:
-            cell = nbformat.v4.new_code_cell(body)
-            if kind == "solution":
-                cell.metadata["jupyter"] = {"source_hidden": True}
-                cell.metadata["tags"] = ["solution"]
-            cells.append(cell)
-
-    for line in text.splitlines():
-        if line.startswith("# %%"):
-            flush()
-            marker = line[4:].strip()
-            kind = "markdown" if marker == "[markdown]" else "solution" if marker == "solution" else "code"
-            lines = []
-        else:
-            lines.append(line)
-    flush()
-    return cells
-
-
-def build(source: pathlib.Path, execute: bool = True) -> pathlib.Path:
-    nb = nbformat.v4.new_notebook(cells=cells_of(source))
-    nb.metadata["kernelspec"] = KERNEL
-    nb.metadata["language_info"] = {"name": "python"}
-    target = ROOT / "notebooks" / (source.stem + ".ipynb")
-    if execute:
-        NotebookClient(nb, timeout=900, kernel_name="python3",
-                       resources={"metadata": {"path": str(target.parent)}}).execute()
-        static_widgets(nb)
-    for i, cell in enumerate(nb.cells):  # stable ids keep diffs small
-        cell["id"] = f"{source.stem[:2]}-{i:03d}"
+def build(source: pathlib.Path) -> pathlib.Path:
+    nb = built_notebook(source)
+    target = target_of(source)
+    NotebookClient(nb, timeout=900, kernel_name="python3", store_widget_state=False, record_timing=False,
+                   resources={"metadata": {"path": str(target.parent)}}).execute()
+    drop_live_widget_views(nb)
     nbformat.write(nb, target)
     return target
 
 
-def check() -> int:
-    problems = []
-    for source in sorted(SRC.glob("*.py")):
-        target = ROOT / "notebooks" / (source.stem + ".ipynb")
-        if not target.exists():
-            problems.append(f"{target.name} is missing")
-            continue
-        built = [(c.cell_type, c.source) for c in cells_of(source)]
-        stored = [(c.cell_type, c.source) for c in nbformat.read(target, 4).cells]
-        if built != stored:
-            problems.append(f"{target.name} differs from {source.relative_to(ROOT)}: rebuild it")
-    print("\n".join(problems) or "notebooks match their sources")
+def comparable(cell) -> tuple:
+    """What the builder decides about a cell: its id, type, source and metadata (not its outputs)."""
+    metadata = {k: v for k, v in cell.metadata.items() if k != "execution"}  # nbclient's timings
+    return cell.get("id"), cell.cell_type, cell.source, metadata
+
+
+def difference(source: pathlib.Path) -> str | None:
+    """One line naming how the stored notebook differs from what its source builds, or None."""
+    target = target_of(source)
+    if not target.exists():
+        return f"{target.name} is missing: build it with python tools/build_notebooks.py {source.stem[:2]}"
+    built = [comparable(c) for c in built_notebook(source).cells]
+    stored = [comparable(c) for c in nbformat.read(target, 4).cells]
+    if built == stored:
+        return None
+    fix = f"rebuild it with python tools/build_notebooks.py {source.stem[:2]}"
+    if len(built) != len(stored):
+        return f"{target.name} has {len(stored)} cells, {source.name} makes {len(built)}: {fix}"
+    fields = ("id", "type", "source", "metadata")
+    differing = [(i, [f for f, b, s in zip(fields, b_cell, s_cell) if b != s])
+                 for i, (b_cell, s_cell) in enumerate(zip(built, stored)) if b_cell != s_cell]
+    first, what = differing[0]
+    return (f"{target.name}: {len(differing)} cell(s) differ from {source.name} "
+            f"(first: cell {first}, its {' and '.join(what)}): {fix}")
+
+
+def check(sources: list[pathlib.Path]) -> int:
+    problems = [line for line in map(difference, sources) if line]
+    print("\n".join(problems) or f"{len(sources)} notebook(s) match their sources")
     return 1 if problems else 0
 
 
+def wrong_torch() -> str | None:
+    """Why this environment cannot record the stored outputs, or None."""
+    reference = lab_config()["reference_torch"]
+    installed = importlib.metadata.version("torch").split("+")[0]
+    if installed != reference:
+        return (f"Outputs are recorded on torch {reference} (pyproject's [tool.lab] reference_torch) and this "
+                f"is torch {installed}: build in the lab's environment (./lab sets it up), or pass --any-torch.")
+    return None
+
+
+def select(names: list[str]) -> list[pathlib.Path]:
+    """The sources named by number ("02") or name ("02_mutates_args"); all of them for none."""
+    sources = all_sources()
+    if not names:
+        return sources
+    chosen = []
+    for name in names:
+        found = [s for s in sources if name in (s.stem, s.stem[:2], s.name, s.stem + ".ipynb")]
+        if not found:
+            raise SystemExit(f"No notebook {name!r}: give a number from "
+                             f"{', '.join(s.stem[:2] for s in sources)}, or a name such as {sources[0].stem}.")
+        chosen += found
+    return chosen
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("notebooks", nargs="*", help="numbers (02) or names; all when none")
+    parser.add_argument("--check", action="store_true",
+                        help="execute nothing; exit 1 if a stored notebook differs from its source")
+    parser.add_argument("--any-torch", action="store_true",
+                        help="record outputs on a torch other than the reference one")
+    args = parser.parse_args(argv)
+    sources = select(args.notebooks)
+    if args.check:
+        return check(sources)
+    if not args.any_torch and wrong_torch():
+        print(wrong_torch(), file=sys.stderr)
+        return 2
+    for source in sources:
+        print("built", build(source).relative_to(ROOT))
+    return 0
+
+
 if __name__ == "__main__":
-    args = sys.argv[1:]
-    if args == ["--check"]:
-        sys.exit(check())
-    for source in sorted(SRC.glob("*.py")):
-        if not args or source.stem[:2] in args:
-            print("built", build(source).relative_to(ROOT))
+    sys.exit(main())

@@ -443,7 +443,7 @@ if labkit.exercises.answered(my_graph_count):
     labkit.exercises.check(my_graph_count == truth_graphs, f"{truth_graphs} graphs.",
                            "The second shape triggers a dynamic recompile; does the third need another?")
 
-# %% solution
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # Solution: 2. A static graph for [4], then one with a symbolic size (printed as [s…]) that also covers the last [4].
 assert truth_graphs == 2 and dynamic_lab.report.graphs_per_call == [1, 1, 0]
 print("solution checked")
@@ -477,7 +477,7 @@ if all(labkit.exercises.answered(v) for v in my_predictions.values()):
     labkit.exercises.check(not wrong, "all four right.",
                            f"look again at {', '.join(wrong)}: which graph node would DCE be asked about?")
 
-# %% solution
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # Solution: a False (auto_functionalized_v2 with no copy_), b True (kept by _assert_scalar), c True (graph break:
 # eager), d True (fallback_random makes seeded ops impure).
 assert what_runs() == {"a": False, "b": True, "c": True, "d": True}

@@ -236,7 +236,7 @@ if labkit.exercises.answered(first_stage_without_op):
     labkit.exercises.check(first_stage_without_op == truth, f"it is gone from the {truth} stage on.",
                            "Look at the fate of nb01::scale: labkit.draw_fate(report, 'nb01::scale').")
 
-# %% solution
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # Solution: the fake kernel gives the shape at compile time, so the op's data is used by nothing. Dynamo
 # still records the call; AOTAutograd's dead-code elimination removes it; the kernel never runs.
 assert truth == "aot" and fates == {"dynamo": True, "aot": False, "inductor": False, "ran": False}
@@ -273,7 +273,7 @@ def check_row_sums_fake(fake):
 
 answer_ok = check_row_sums_fake(my_row_sums_fake)
 
-# %% solution
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # Solution: new_empty makes a tensor like x (dtype, device) with the shape you give.
 def solution_row_sums_fake(x):
     return x.new_empty(x.shape[0])

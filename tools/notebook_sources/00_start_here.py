@@ -264,7 +264,7 @@ def check_fill(declared):
 
 answer_ok = check_fill(my_mutates_args)
 
-# %% solution
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # Solution (click to expand): the kernel writes `scratch`, and only `scratch`, so that is what is declared.
 # ("x",) is refused: opcheck's test_schema sees scratch written without a declaration. Compiled and
 # eager may still agree for it, since nothing in use_scratch is dead code: agreement alone proves little.

@@ -517,7 +517,7 @@ if all(labkit.exercises.answered(v) for v in my_graphs.values()):
     labkit.exercises.check(my_graphs == truth, f"int: {truth['int']}, SymInt: {truth['SymInt']}.",
                            "an int argument gets a guard on its value; does a value seen before need a new graph?")
 
-# %% solution
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # Solution: int 3 (a graph per distinct value: 2, 3, 5 — the second 2 passes the first graph's guard n == 2);
 # SymInt 1 (n is symbolic from the start).
 assert graphs_for(repeat_int, (2, 3, 2, 5), True) == 3 and graphs_for(repeat_symint, (2, 3, 2, 5), True) == 1
@@ -561,7 +561,7 @@ if all(labkit.exercises.answered(v) for v in my_outcomes.values()):
     labkit.exercises.check(not wrong, "all four right.",
                            f"look again at {', '.join(wrong)}: who checks the size, and when?")
 
-# %% solution
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # Solution: a error (the graph's _assert_scalar checks u0 <= 4), b ok (eager trusts the kernel), c ok (a graph
 # break; Python decides the branch), d error (the third value needs a third graph; fullgraph=True raises).
 assert error_or_not() == {"a": "error", "b": "ok", "c": "ok", "d": "error"}

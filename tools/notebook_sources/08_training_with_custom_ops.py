@@ -596,7 +596,7 @@ if labkit.exercises.answered(my_softclip_backward):
     problem = softclip_problem(my_softclip_setup_context, my_softclip_backward)
     labkit.exercises.check(problem is None, "opcheck and gradcheck both pass.", str(problem))
 
-# %% solution
+# %% jupyter={"source_hidden": true} tags=["solution"]
 def softclip_setup_context(ctx, inputs, output):
     x, limit = inputs
     ctx.save_for_backward(x)
@@ -667,7 +667,7 @@ if all(labkit.exercises.answered(v) for v in my_kernel_calls.values()):
                            f"re-think {wrong}: which graph calls the op (section 4), and what may the compiler do "
                            f"with two calls of a pure op on the same input?")
 
-# %% solution
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # Solution. Eager runs every call: the formula that calls the op runs the kernel a second time in the backward.
 # Compiled, AOTAutograd traces forward and backward as ONE joint graph, where op(x) appears twice on the same
 # input; the op is pure, so common-subexpression elimination keeps one call and the backward reuses the

@@ -408,7 +408,7 @@ else:
     wrong = [name for name in observed if observed[name] != my_predictions[name]]
     print("all three right." if not wrong else f"not quite: look again at {wrong} — who else could see the old value?")
 
-# %% solution
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # Solution (click to expand): only the view of the input clones under v1 — v1 cannot re-inplace a view
 # of a graph input (#131192); the whole input and a temporary are written in place.
 assert {name: v1_clones(fn) for name, fn in EXERCISE.items()} == {"input": False, "row": True, "temporary": False}

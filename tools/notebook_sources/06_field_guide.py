@@ -285,7 +285,7 @@ def check_capstone(fixes):
 
 capstone_ok = check_capstone(my_fixes)
 
-# %% solution
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # Solution: declare the write, give scale a fake kernel, make the logger effectful.
 import contextlib
 import io

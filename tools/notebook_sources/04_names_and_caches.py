@@ -341,7 +341,7 @@ if labkit.exercises.answered(isolated_is_enough):
                            "right: the second compile hits the artifact the first one wrote, in the same directory.",
                            "Try it in the widget: names 'one shared name', cache 'isolated'.")
 
-# %% solution
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # Solution: isolation protects one process from another, not a process from itself.
 assert isolated.steps[1].stale and not isolated.steps[1].correct
 print("solution checked")
@@ -390,7 +390,7 @@ def check_tag(tag_fn):
 
 answer_ok = check_tag(my_cache_tag)
 
-# %% solution
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # Solution: hash the schema and the fake kernel's source together.
 import inspect
 

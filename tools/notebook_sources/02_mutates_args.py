@@ -387,7 +387,7 @@ if all(labkit.exercises.answered(v) for v in my_predictions.values()):
     labkit.exercises.check(not wrong, "all four predictions hold.",
                            f"re-think: {'; '.join(wrong)}. Which stage removed or reordered what?")
 
-# %% solution
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # Solution. Removal happens in AOTAutograd, so aot_eager is silently wrong too. The reordering that broke
 # read_then_bump was Inductor's fusion: aot_eager runs x * 2 before the op, as written, and happens to be right.
 # An over-declaration is correct on every backend; a missing fake kernel stops any compile.
@@ -422,7 +422,7 @@ def check_normalize(mutates):
 
 answer_ok = check_normalize(my_normalize_mutates)
 
-# %% solution
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # Solution: both arguments are written, so both are declared ("unknown" would also pass, less precisely).
 with contextlib.redirect_stdout(io.StringIO()):
     assert check_normalize(("x", "stats"))

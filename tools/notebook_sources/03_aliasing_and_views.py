@@ -199,7 +199,7 @@ if labkit.exercises.answered(my_x_after):
                            "right: both writes land in x, the shared element twice, as in eager.",
                            "Each view shares storage with x; which elements does each bump touch?")
 
-# %% solution
+# %% jupyter={"source_hidden": true} tags=["solution"]
 # Solution: x[1:3] and x[2:4] overlap at index 2, so it is bumped twice. Functionalization tracks both
 # views through the same base, so compiled equals eager.
 assert x_compiled.tolist() == x_eager.tolist() == [0.0, 1.0, 2.0, 1.0, 0.0]
