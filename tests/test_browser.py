@@ -71,14 +71,18 @@ FLIPS = {
         lambda: lw.DeclarationLab(namespace="nb02w"),
         [("declaration", "undeclared mutation"), ("backend", "aot_eager"), ("dynamic", "True"),
          ("declaration", "no fake kernel")]),
-    "03_aliasing_and_names": (
-        lambda: lw.NamingLab(namespace="nb03w"),
+    "04_names_and_caches": (
+        lambda: lw.NamingLab(namespace="nb04w"),
         [("scheme", "one shared name"), ("policy", "default"), ("order", "mutating first, then pure"),
          ("scheme", "a name I type"), ("typed_name", "aten::add"), ("typed_name", "mine::op")]),
-    "04_dce_and_dynamic_shapes": (
-        lambda: lw.DynamicLab(namespace="nb04w"),
+    "05_dce_and_dynamic_shapes": (
+        lambda: lw.DynamicLab(namespace="nb05w"),
         [("dynamic", "True"), ("declaration", "has_side_effect"), ("shapes", "4 → 4 → 4")]
         + ([("device", "cuda")] if "cuda" in lw.devices() else [])),
+    "07_data_dependent_shapes": (
+        lambda: lw.DynamicLab(namespace="nb07w", op_kind="data-dependent", fullgraph="True"),
+        [("fullgraph", "False"), ("op_kind", "shape-following"), ("op_kind", "data-dependent"),
+         ("declaration", "has_side_effect")]),
 }
 
 FIRST_RUN = "00_start_here"
@@ -88,8 +92,8 @@ HIDDEN = {"tools", "tests", "benchmarks", "binder", "src"}
 NEWS = "official Jupyter news"  # JupyterLab's pop-up: "Would you like to get notified about official Jupyter news?"
 
 # the screenshot the README shows for each widget: (step, file name in docs/screenshots/)
-SHOWCASE = {"02_mutates_args": (1, "declaration-lab.png"), "03_aliasing_and_names": (2, "naming-lab.png"),
-            "04_dce_and_dynamic_shapes": (1, "dynamic-lab.png")}
+SHOWCASE = {"02_mutates_args": (1, "declaration-lab.png"), "04_names_and_caches": (2, "naming-lab.png"),
+            "05_dce_and_dynamic_shapes": (1, "dynamic-lab.png"), "07_data_dependent_shapes": (1, "data-dependent-lab.png")}
 
 _TAG = re.compile(r"<[^>]+>")
 

@@ -17,7 +17,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 import record_gpu  # noqa: E402
 
 RECORDINGS = sorted(record_gpu.RECORDINGS.glob("*.json"))
-SOURCES = {source.stem: source for source in record_gpu.build_notebooks.SRC.glob("*.py")}
+SOURCES = {source.stem: source for source in record_gpu.build_notebooks.all_sources()}
 
 
 def test_notebooks_with_gpu_cells_skip_them_in_one_line_without_a_gpu():

@@ -3,7 +3,7 @@
     python tools/record_gpu.py 09            # writes docs/gpu-recordings/09_gpu_kernels.json
 
 A *GPU cell* is a code cell whose first line is ``# GPU cell: <what it shows>``. The notebook is built from its
-source in notebooks/src/ and executed in a fresh kernel, as nbval would; the text each GPU cell
+source in tools/notebook_sources/ and executed in a fresh kernel, as nbval would; the text each GPU cell
 printed is stored with the device, the torch and Triton versions and the date, so that a notebook
 can show it labelled "recorded on <device>, torch <version>, <date>" — never as its own output.
 
@@ -20,7 +20,6 @@ import json
 import pathlib
 import sys
 
-import nbformat
 from nbclient import NotebookClient
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -42,7 +41,7 @@ def cell_digest(source: str) -> str:
 
 def gpu_cells(source: pathlib.Path) -> list:
     """The GPU cells of a notebook source, in order."""
-    return [cell for cell in build_notebooks.parse(source.read_text()) if is_gpu_cell(cell)]
+    return [cell for cell in build_notebooks.source_cells(source) if is_gpu_cell(cell)]
 
 
 def printed_text(cell) -> str:
@@ -62,8 +61,7 @@ def environment() -> dict:
 
 def run(source: pathlib.Path, timeout: int = 600) -> list:
     """Execute the notebook built from source in a fresh kernel; return its GPU cells with outputs."""
-    nb = nbformat.v4.new_notebook(cells=build_notebooks.cells_of(source))
-    nb.metadata["kernelspec"] = build_notebooks.KERNEL
+    nb = build_notebooks.built_notebook(source)
     NotebookClient(nb, timeout=timeout, kernel_name="python3",
                    resources={"metadata": {"path": str(ROOT / "notebooks")}}).execute()
     return [cell for cell in nb.cells if is_gpu_cell(cell)]
@@ -95,6 +93,6 @@ if __name__ == "__main__":
     if (reason := gpu_ready()) is not None:
         sys.exit(reason)
     wanted = sys.argv[1:]
-    for source in sorted(build_notebooks.SRC.glob("*.py")):
+    for source in build_notebooks.all_sources():
         if gpu_cells(source) and (not wanted or source.stem[:2] in wanted):
             print("recorded", record(source).relative_to(ROOT))
