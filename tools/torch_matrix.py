@@ -19,6 +19,7 @@ whose notebooks all passed there (tests/test_env.py checks).
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import shutil
@@ -33,6 +34,29 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "docs" / "torch-versions.json"
 TABLE = ROOT / "docs" / "torch-versions.md"
 COLAB = {"python": "/root/.pyenv/versions/3.13.0/bin/python3", "torch": "2.11.0", "ipywidgets": "7.7.1"}
+
+# Findings the table's columns stand for, written under it.
+NOTES = """
+## What the behaviour columns mean, and what was found
+
+- **compile on a thread, then on the main thread**: an Inductor compile on a background thread
+  (joined), then any compile on the main thread, in a fresh process with an empty Inductor cache.
+  Where it says *crash (exit -11)*, the process segfaults in `FakeTensorMode.__enter__`, inside
+  `torch._C._ensureCUDADeviceGuardSet()`. Root cause (c10/core/impl/DeviceGuardImplInterface.cpp):
+  when CUDA has no usable device (a CUDA build on a CPU-only machine), that function stores into
+  the *process-wide* device-guard registry a pointer to a no-op guard owned by a **thread_local**
+  `unique_ptr`. When the thread that first entered fake mode exits, its thread-locals are
+  destroyed and the registry keeps a dangling pointer; the next fake-mode entry on any thread calls
+  `p->deviceCount()` through it. This is why labkit (since the fix for issue 12) compiles only on the
+  kernel's main thread, on every torch: its old background warm-up thread was exactly that first
+  thread, and killed notebooks 00, 02, 03 and 04 on torch 2.11.
+- **#187319 reproduces**: two processes share the default compile cache; the second declares the
+  op's mutation and still gets the first process's artifact (which drops the mutation).
+- **mutation lowers to**: what AOTAutograd wraps a custom op that declares `mutates_args` in.
+- **seeded op, result unused, removed by Inductor**: a `nondeterministic_seeded` custom op whose
+  result is unused is dead-code eliminated (notebook 04 asserts it).
+- **Tag.inplace exists**: `torch.Tag.inplace` (notebook 02 branches on it).
+"""
 
 # Run by the row's own Python: each behaviour a lesson depends on, as torch shows it there.
 PROBE = r'''
@@ -184,6 +208,16 @@ def load() -> list[dict]:
     return json.loads(RESULTS.read_text()) if RESULTS.exists() else []
 
 
+def save(row: dict) -> list[dict]:
+    """Add ``row`` (replacing an older run of it) to the results; safe with several runs at once."""
+    with open(RESULTS.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        rows = [r for r in load() if (r["row"], r["python"]) != (row["row"], row["python"])] + [row]
+        RESULTS.write_text(json.dumps(rows, indent=1) + "\n")
+        write_table(rows)
+    return rows
+
+
 def version_key(row: dict) -> tuple:
     return (row["colab"], tuple(int(p) for p in row["torch"].split(".")), row["python"])
 
@@ -212,7 +246,7 @@ def write_table(rows: list[dict]) -> None:
         lines.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
     passing = checked_on(rows)
     lines += ["", f"Every notebook passes on: {', '.join(passing) or 'none'}; the oldest of these is the lab's",
-              "minimum (`labkit.env.MINIMUM_TORCH`, pyproject's `[tool.lab] minimum_torch`).", ""]
+              "minimum (`labkit.env.MINIMUM_TORCH`, pyproject's `[tool.lab] minimum_torch`).", NOTES]
     TABLE.write_text("\n".join(lines))
 
 
@@ -241,9 +275,7 @@ def main() -> None:
         todo.append(("Colab stack", COLAB["torch"], args.colab_python, True))
     for label, version, python, colab in ([] if args.table_only else todo):
         row = run_row(label, version, python, colab, args.venv_root, args.keep_venvs)
-        rows = [r for r in rows if (r["row"], r["python"]) != (row["row"], row["python"])] + [row]
-        RESULTS.write_text(json.dumps(rows, indent=1) + "\n")
-        write_table(rows)
+        rows = save(row)
     write_table(rows)
     print(f"wrote {TABLE.relative_to(ROOT)}; every notebook passes on: {', '.join(checked_on(rows))}")
 
