@@ -222,6 +222,13 @@ def version_key(row: dict) -> tuple:
     return (row["colab"], tuple(int(p) for p in row["torch"].split(".")), row["python"])
 
 
+SHORT = {  # column headers for the probe's behaviours
+    "#187319 reproduces (stale artifact from the default cache)": "#187319 reproduces",
+    "compile on a thread, then on the main thread": "compile on a thread, then main",
+    "seeded op, result unused, removed by Inductor": "unused seeded op removed",
+}
+
+
 def write_table(rows: list[dict]) -> None:
     notebooks = sorted({nb for row in rows for nb in row.get("notebooks", {})})
     behaviours = sorted({b for row in rows for b in row.get("behaviours", {})})
@@ -233,9 +240,10 @@ def write_table(rows: list[dict]) -> None:
         "(CUDA builds, run on a CPU-only machine, except 2.13.0+cpu), every notebook under",
         "`pytest --nbval-lax` from an empty Inductor cache, then a probe of the behaviours the lessons",
         "depend on. The *Colab stack* row is Python 3.13 + ipywidgets 7.7.1 + labkit installed with",
-        "`--no-deps`, as the notebooks' Colab cell does.",
+        "`--no-deps`, as the notebooks' Colab cell does. Columns 00–05: the notebooks; then the",
+        "behaviours, explained below the table.",
         "",
-        "| row | torch | Python | result | " + " | ".join(notebooks) + " | " + " | ".join(behaviours) + " | date |",
+        "| row | torch | Python | result | " + " | ".join(nb[:2] for nb in notebooks) + " | " + " | ".join(SHORT.get(b, b) for b in behaviours) + " | date |",
         "|---" * (5 + len(notebooks) + len(behaviours)) + "|",
     ]
     for row in sorted(rows, key=version_key):
