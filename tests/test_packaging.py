@@ -3,6 +3,8 @@
 import pathlib
 import re
 
+from labkit.env import minimum_torch_text
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
@@ -12,10 +14,11 @@ def _requirements(path):
 
 
 def test_torch_is_a_range_never_a_pin_for_users():
+    floor = f"torch>={minimum_torch_text()}"  # the lab's one minimum (tests/test_env.py checks it)
     for path in ("requirements.txt",):
         torch_lines = [r for r in _requirements(path) if re.match(r"torch\b", r)]
-        assert torch_lines == ["torch>=2.6"], path
-    assert '"torch>=2.6"' in (ROOT / "pyproject.toml").read_text()
+        assert torch_lines == [floor], path
+    assert f'"{floor}"' in (ROOT / "pyproject.toml").read_text()
 
 
 def test_ipywidgets_accepts_colabs_7_7():
