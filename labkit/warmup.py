@@ -32,7 +32,11 @@ def _tiny_compile() -> None:
     compiled(torch.ones(4))
 
 
-def run(say: Callable[[str], None] = print) -> float | None:
+def _say_now(text: str) -> None:
+    print(text, flush=True)  # flushed: the line must show before the seconds it announces
+
+
+def run(say: Callable[[str], None] = _say_now) -> float | None:
     """Compile one tiny function with Inductor, now, on this thread; its seconds (None if it failed).
 
     Runs once per process: later calls return the first duration. A failed warm-up is
