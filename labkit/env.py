@@ -16,7 +16,7 @@ from . import _torch_internals as internals
 # (docs/torch-versions.md). Stated here so that the gate works where pyproject.toml is absent
 # (Colab installs labkit with --no-deps); tests/test_env.py checks that pyproject's
 # [tool.lab] minimum_torch, its dependency floor and requirements.txt all say the same.
-MINIMUM_TORCH = (2, 10)
+MINIMUM_TORCH = (2, 11)
 REQUIRED_FEATURES = (
     ("torch.library.custom_op", lambda: torch.library.custom_op),
     ("torch.library.opcheck", lambda: torch.library.opcheck),

@@ -56,6 +56,10 @@ NOTES = """
 - **seeded op, result unused, removed by Inductor**: a `nondeterministic_seeded` custom op whose
   result is unused is dead-code eliminated (notebook 04 asserts it).
 - **Tag.inplace exists**: `torch.Tag.inplace` (notebook 02 branches on it).
+- **Why the minimum is 2.11, not 2.10**: on 2.10.0, notebook 03's lesson on the runtime aliasing
+  check fails: `torch._functorch.config.error_on_custom_op_aliasing`, which the lesson sets and
+  asserts, does not exist there. On 2.9, `import labkit` also lacked
+  `torch._library.utils.is_impure`; the gate now names the minimum instead.
 """
 
 # Run by the row's own Python: each behaviour a lesson depends on, as torch shows it there.
