@@ -22,6 +22,7 @@ import argparse
 import fcntl
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -72,7 +73,8 @@ def probe(name):
         try:
             found[name] = fn()
         except Exception as error:
-            found[name] = f"error: {type(error).__name__}: {str(error).splitlines()[0][:80]}"
+            found[name] = f"error: {type(error).__name__}" + (
+                "" if isinstance(error, subprocess.TimeoutExpired) else f": {str(error).splitlines()[0][:80]}")
     return record
 
 @probe("Tag.inplace exists")
@@ -163,9 +165,10 @@ def notebook_results(junit: Path) -> dict[str, str]:
         notebook = notebook or case.get("classname", "?")
         problem = case.find("failure") if case.find("failure") is not None else case.find("error")
         if problem is not None and results.get(notebook, "pass") == "pass":
-            message = (problem.get("message") or problem.text or "").strip().splitlines()
-            detail = next((line for line in message if "Error" in line or "died" in line), message[0] if message else "")
-            results[notebook] = f"FAIL: {case.get('name')} ({detail.strip()[:90]})"
+            text = re.sub(r"(\x1b|#x1B)\[[0-9;]*m", "", problem.text or problem.get("message") or "")
+            errors = re.findall(r"^\s*(\w+(?:Error|Exception|Interrupt)\b.*|.*[Kk]ernel died.*)$", text, re.M)
+            detail = errors[-1].strip() if errors else "see the log"
+            results[notebook] = f"FAIL: {case.get('name')} ({detail[:110]})"
         results.setdefault(notebook, "pass")
     return results
 
