@@ -82,10 +82,10 @@ def test_pick_device_matches_the_machine():
 
 
 def test_warmup_compiles_once_on_the_main_thread():
-    said = []
+    said, fresh = [], warmup.status() == "not run"  # another test in this process may have warmed up
     seconds = warmup.run(say=said.append)
     assert seconds is not None and warmup.status().startswith("done")
-    assert len(said) == 2 and "Warming up Inductor" in said[0]
+    assert len(said) == (2 if fresh else 0) and (not fresh or "Warming up Inductor" in said[0])
     assert warmup.run(say=said.append) == seconds and len(said) == 2  # once per process
 
 
