@@ -1,5 +1,7 @@
 """How long a learner waits for the first Inductor compile, with and without labkit's warm-up.
 
+The warm-up runs synchronously in ``labkit.setup()`` (never on a thread: pytorch #105943).
+
     python benchmarks/cold_start.py          # prints one JSON line per scenario
 
 Each scenario runs in a fresh Python process (a fresh kernel), over the machine's usual
@@ -21,8 +23,7 @@ import torch, labkit
 t1 = time.perf_counter()
 warm = sys.argv[1] == "warm"
 if warm:
-    labkit.warmup.start()
-    time.sleep(float(sys.argv[2]))          # the learner reads the first cells
+    labkit.warmup.run()                     # what labkit.setup() does, with its progress line
 op = labkit.declare(name="bench::bump", writes=("x",), mutates_args=("x",), returns="none")
 def f(x):
     op(x)
@@ -32,7 +33,7 @@ labkit.compile_and_compare(f, torch.ones(8), backend="inductor")
 t3 = time.perf_counter()
 labkit.compile_and_compare(lambda x: (op(x), x + 1)[1], torch.ones(8), backend="inductor")
 t4 = time.perf_counter()
-print(json.dumps({"import_s": round(t1 - t0, 2), "first_inductor_s": round(t3 - t2, 2),
+print(json.dumps({"import_s": round(t1 - t0, 2), "warmup_s": round(t2 - t1, 2), "first_inductor_s": round(t3 - t2, 2),
                   "second_inductor_s": round(t4 - t3, 2)}))
 """
 
@@ -52,5 +53,6 @@ def run(label: str, warm: bool, reading_s: float, cache_dir: str | None) -> dict
 if __name__ == "__main__":
     empty = tempfile.mkdtemp(prefix="bench-cache-")
     run("empty cache dir, no warm-up", False, 0, empty)
+    run("empty cache dir, setup()'s warm-up", True, 0, tempfile.mkdtemp(prefix="bench-cache-"))
     run("usual cache dir, no warm-up", False, 0, None)
-    run("usual cache dir, warm-up + 10 s of reading", True, 10, None)
+    run("usual cache dir, setup()'s warm-up", True, 0, None)

@@ -77,8 +77,7 @@ def dynamic_states():
 
 
 if __name__ == "__main__":
-    labkit.warmup.start()
-    labkit.warmup.wait()
+    labkit.warmup.run()
     for name, rows, back in (declaration_states(), dynamic_states()):
         timed_rows = [(new, ref) for new, ref in rows if ref]
         ratios = [new / ref[0] for new, ref in timed_rows]

@@ -51,10 +51,13 @@ __all__ = [
 
 
 def setup(warm_inductor: bool = True) -> dict[str, str]:
-    """The first cell of every notebook: report the environment and start Inductor's warm-up.
+    """The first cell of every notebook: report the environment and warm Inductor up.
 
-    Prints nothing that changes between runs on the same machine, so notebooks can
-    store its output.
+    The warm-up is one tiny Inductor compile, on this (the kernel's main) thread, announced
+    by a progress line: it moves the first compile's seconds out of a lesson cell, where they
+    would be a silent freeze, into this one. It never runs on a background thread: torch's
+    compiler is not thread-safe (pytorch #105943; on torch 2.11 that crashed the kernel).
+    Prints nothing that changes between runs on the same machine, so notebooks can store it.
     """
     info = env.report()
     print(env.report_text(info))
@@ -62,6 +65,5 @@ def setup(warm_inductor: bool = True) -> dict[str, str]:
         print("note:", _version_note)
     print(cache.enable())
     if warm_inductor:
-        warmup.start()
-        print("Inductor warm-up: started in the background (its first compile costs seconds, once).")
+        warmup.run()
     return info

@@ -15,7 +15,31 @@ from unittest import mock
 
 import torch
 
-CHECKED_ON = ("2.13.0", "2.14.1")  # the whole suite passes on both (2.14.1: its CUDA build, run on a CPU)
+# Releases on which every notebook passed in tools/torch_matrix.py's table (docs/torch-versions.md);
+# tests/test_env.py checks that this tuple is that table's.
+CHECKED_ON = ("2.11.0", "2.12.1", "2.13.0", "2.15.0")
+
+# The private names labkit imports, lazily, in the helpers below; the too-old-torch gate looks them
+# up first, so that an older torch gets one sentence on ``import labkit``, never an ImportError.
+PRIVATE_NAMES = (
+    ("torch._library.utils", "is_impure"),
+    ("torch._library.custom_ops", "OPDEF_TO_LIB"),
+    ("torch._library.simple_registry", "singleton"),
+    ("torch._library.effects", "EffectType"),
+)
+
+
+def missing_private_names() -> list[str]:
+    """The entries of ``PRIVATE_NAMES`` this torch lacks, as dotted names."""
+    import importlib
+
+    missing = []
+    for module, name in PRIVATE_NAMES:
+        try:
+            getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError):
+            missing.append(f"{module}.{name}")
+    return missing
 
 
 # --- recording backends -------------------------------------------------------------------------

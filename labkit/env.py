@@ -12,17 +12,21 @@ import torch
 
 from . import _torch_internals as internals
 
-# The oldest torch with everything the lab relies on: torch.library.custom_op and
-# opcheck (2.4), mutates_args="unknown" and auto_functionalized_v2 (2.5), and the
-# torch.compiler.config module (2.6), whose cache_key_tag the cache fingerprint writes.
-# Only CHECKED_ON releases were run; the features below are checked on import too.
-MINIMUM_TORCH = (2, 6)
+# The oldest torch on which every notebook passes, measured by tools/torch_matrix.py
+# (docs/torch-versions.md). Stated here so that the gate works where pyproject.toml is absent
+# (Colab installs labkit with --no-deps); tests/test_env.py checks that pyproject's
+# [tool.lab] minimum_torch, its dependency floor and requirements.txt all say the same.
+MINIMUM_TORCH = (2, 11)
 REQUIRED_FEATURES = (
     ("torch.library.custom_op", lambda: torch.library.custom_op),
     ("torch.library.opcheck", lambda: torch.library.opcheck),
     ("torch.compiler.config.cache_key_tag", lambda: torch.compiler.config.cache_key_tag),
     ("torch.compiler.config.force_disable_caches", lambda: torch.compiler.config.force_disable_caches),
 )
+
+
+def minimum_torch_text() -> str:
+    return ".".join(map(str, MINIMUM_TORCH))
 
 
 class TorchTooOld(RuntimeError):
@@ -42,23 +46,30 @@ def check_torch(version: str | None = None) -> str | None:
     (the lab still runs; its asserting cells will say if a lesson changed), else None.
     """
     found = torch_version(version)
+    need = minimum_torch_text()
+    upgrade = f"run  pip install -U 'torch>={need}'  and restart the kernel."
     if found[:2] < MINIMUM_TORCH:
-        need = ".".join(map(str, MINIMUM_TORCH))
-        raise TorchTooOld(
-            f"This lab needs torch >= {need}, but torch {version or torch.__version__} is installed: "
-            f"run  pip install 'torch>={need}'  and restart the kernel.")
-    for feature, probe in REQUIRED_FEATURES:
-        try:
-            probe()
-        except AttributeError:
-            raise TorchTooOld(f"This lab needs {feature}, which torch {torch.__version__} lacks: "
-                              "upgrade torch and restart the kernel.") from None
+        raise TorchTooOld(f"This lab needs torch >= {need}, but torch {version or torch.__version__} "
+                          f"is installed: {upgrade}")
+    lacking = [name for name, probe in REQUIRED_FEATURES if not _has(probe)]
+    lacking += [] if version else internals.missing_private_names()
+    if lacking:
+        raise TorchTooOld(f"This lab needs torch >= {need}, and torch {torch.__version__} lacks "
+                          f"{', '.join(lacking)}: {upgrade}")
     newest = max(torch_version(v) for v in internals.CHECKED_ON)
     if found[:2] > newest[:2]:
         return (f"torch {version or torch.__version__} is newer than the releases this lab was checked on "
                 f"({', '.join(internals.CHECKED_ON)}); cells that assert torch's behaviour will tell you "
                 "if a lesson changed.")
     return None
+
+
+def _has(probe) -> bool:
+    try:
+        probe()
+        return True
+    except AttributeError:
+        return False
 
 
 def pick_device() -> torch.device:

@@ -5,8 +5,41 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
 import sys
+import tempfile
 import time
+
+# What a notebook's first cells do, in a fresh process over an empty Inductor cache (a learner's
+# first notebook on a new machine). A crash there kills a learner's kernel without a message
+# (torch 2.11 did, pytorch #105943), and no in-process check can see it: only a child process can.
+FIRST_CELLS = """
+import torch, labkit
+labkit.setup()
+op = labkit.declare(name="preflight_child::bump", writes=("x",), mutates_args=("x",), returns="none")
+report = labkit.compile_and_compare(lambda x: (op(x), x * 2)[1], torch.ones(4), backend="inductor")
+assert report.ok and report.verdict.agree, report
+"""
+
+
+def first_cells_in_child(code: str = FIRST_CELLS, timeout: float = 600) -> str | None:
+    """Run ``code`` in a fresh Python over an empty Inductor cache; None, or one sentence on what failed."""
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=tempfile.mkdtemp(prefix="labkit-preflight-"))
+    try:
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return f"a fresh kernel's first cells (labkit.setup(), then a compile) took over {timeout:.0f} s."
+    if done.returncode < 0:
+        name = signal.Signals(-done.returncode).name
+        return (f"a fresh kernel crashed ({name}) running labkit.setup() then a compile: notebooks would die "
+                "with 'Kernel died'; report your torch version to the lab.")
+    if done.returncode:
+        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        return f"a fresh kernel's first cells failed: {last}"
+    return None
 
 
 def run() -> bool:
@@ -45,6 +78,8 @@ def run() -> bool:
         except Exception as error:  # noqa: BLE001
             line(False, f"torch.compile backend={backend}: {type(error).__name__}: {error}")
     labkit.drop_namespace("preflight")
+    problem = first_cells_in_child()
+    line(problem is None, problem or "a fresh kernel runs labkit.setup() and its first Inductor compile")
     print(f"{'ready' if ok else 'NOT ready'} — checked in {time.perf_counter() - start:.0f} s")
     return ok
 

@@ -1,55 +1,77 @@
-"""Pay Inductor's one-time start-up cost in the background, not in a learner's face.
+"""Pay Inductor's one-time start-up cost in ``setup()``, visibly, on the kernel's main thread.
 
 The first Inductor compile of a kernel process takes seconds (imports, the C++
-toolchain, codegen caches); later ones take a fraction of a second. ``start()``
-compiles a tiny function on a daemon thread while the learner reads. Dynamo
-serialises compiles behind one lock, so a compile the learner starts meanwhile
-simply waits for the warm-up instead of repeating its work.
+toolchain, codegen caches); later ones take a fraction of a second. ``run()``
+compiles a tiny function once, with a progress line, so that the cost lands in
+the setup cell that says so instead of silently in a learner's first lesson cell.
+
+Why not in the background: torch's compile stack is not thread-safe (pytorch
+#105943). On torch 2.11 an Inductor compile on another thread, even one already
+joined, makes the next compile on the main thread segfault in FakeTensorMode
+and kills the kernel. So labkit never compiles off the thread that called it:
+by design, on every torch, not by a version check.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from typing import Callable
 
 import torch
 
-_state: dict = {"thread": None, "started": None, "seconds": None, "error": None}
+_state: dict = {"seconds": None, "error": None}
 
 
-def _warm() -> None:
+class NotOnMainThread(RuntimeError):
+    pass
+
+
+def _tiny_compile() -> None:
+    compiled = torch.compile(lambda x: (x * 2).sin() + 1, backend="inductor")
+    compiled(torch.ones(4))
+
+
+def _say_now(text: str) -> None:
+    print(text, flush=True)  # flushed: the line must show before the seconds it announces
+
+
+def run(say: Callable[[str], None] = _say_now) -> float | None:
+    """Compile one tiny function with Inductor, now, on this thread; its seconds (None if it failed).
+
+    Runs once per process: later calls return the first duration. A failed warm-up is
+    reported in one line and never raised: the lesson cells report torch's errors themselves.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        raise NotOnMainThread("labkit warms Inductor up on the main thread only (torch's compiler is not "
+                              "thread-safe, pytorch #105943): call labkit.setup() from the notebook itself.")
+    if _state["seconds"] is not None:
+        return None if _state["error"] else _state["seconds"]
+    say("Warming up Inductor, torch's compiler: its first compile in a kernel takes seconds, once...")
+    start = time.perf_counter()
     try:
-        compiled = torch.compile(lambda x: (x * 2).sin() + 1, backend="inductor")
-        compiled(torch.ones(4))
-    except Exception as error:  # noqa: BLE001 - a failed warm-up must never reach the learner
+        _tiny_compile()
+    except Exception as error:  # noqa: BLE001 - a failed warm-up must never stop the setup cell
         _state["error"] = f"{type(error).__name__}: {error}"
-    finally:
-        _state["seconds"] = time.perf_counter() - _state["started"]
-
-
-def start() -> bool:
-    """Start warming Inductor up once per process; False if it already started."""
-    if _state["thread"] is not None:
-        return False
-    _state["started"] = time.perf_counter()
-    _state["thread"] = threading.Thread(target=_warm, name="labkit-inductor-warmup", daemon=True)
-    _state["thread"].start()
-    return True
-
-
-def wait(timeout: float | None = None) -> float | None:
-    """Block until the warm-up ends; its duration in seconds (None if it never started)."""
-    if _state["thread"] is None:
+    _state["seconds"] = time.perf_counter() - start
+    if _state["error"]:
+        say(f"Inductor warm-up failed ({_state['error'].splitlines()[0]}); the first compile will be slow.")
         return None
-    _state["thread"].join(timeout)
+    say("Inductor is warm: later compiles take a fraction of a second.")
     return _state["seconds"]
 
 
 def status() -> str:
-    if _state["thread"] is None:
-        return "not started"
     if _state["seconds"] is None:
-        return f"running for {time.perf_counter() - _state['started']:.0f} s"
+        return "not run"
     if _state["error"]:
         return f"failed: {_state['error']}"
     return f"done in {_state['seconds']:.1f} s"
+
+
+def wait(timeout: float | None = None) -> float | None:
+    """The warm-up's seconds: it is synchronous, so there is never anything left to wait for.
+
+    Kept for callers written when the warm-up ran on a thread; ``timeout`` is ignored.
+    """
+    return None if _state["error"] else _state["seconds"]

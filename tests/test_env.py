@@ -1,8 +1,23 @@
+import json
+import sys
+import threading
+from pathlib import Path
+
 import pytest
 import torch
 
-from labkit import env, warmup
+from labkit import _torch_internals as internals
+from labkit import env, preflight, warmup
 from labkit.env import TorchTooOld, check_torch, torch_version
+
+try:
+    import tomllib
+except ImportError:  # Python 3.10 (requires-python is >=3.10): pip vendors the same parser
+    from pip._vendor import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import torch_matrix  # noqa: E402
 
 
 def test_version_parsing():
@@ -11,12 +26,43 @@ def test_version_parsing():
     assert torch_version("3") == (3, 0, 0)
 
 
-@pytest.mark.parametrize("old", ["2.3.1", "2.5.1+cu121", "1.13.0"])
+@pytest.mark.parametrize("old", ["2.9.1", "2.6.0", "2.5.1+cu121", "1.13.0"])
 def test_too_old_torch_gets_one_sentence(old):
     with pytest.raises(TorchTooOld) as info:
         check_torch(old)
     message = str(info.value)
-    assert message.count(". ") == 0 and "pip install 'torch>=2.6'" in message and old in message
+    need = env.minimum_torch_text()
+    assert message.count(". ") == 0 and f"pip install -U 'torch>={need}'" in message and old in message
+
+
+def test_this_torch_has_every_private_name_labkit_imports():
+    assert internals.missing_private_names() == []
+
+
+def test_one_minimum_everywhere():
+    """labkit's gate, pyproject's [tool.lab] and dependency floor, and requirements.txt agree."""
+    need = env.minimum_torch_text()
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert project["tool"]["lab"]["minimum_torch"] == need
+    assert f"torch>={need}" in project["project"]["dependencies"]
+    torch_lines = [ln for ln in (ROOT / "requirements.txt").read_text().splitlines() if ln.startswith("torch")]
+    assert torch_lines == [f"torch>={need}"]
+
+
+def test_checked_on_and_minimum_come_from_the_measured_table():
+    rows = json.loads((ROOT / "docs" / "torch-versions.json").read_text())
+    passing = torch_matrix.checked_on(rows)
+    assert list(internals.CHECKED_ON) == passing
+    assert torch_version(passing[0])[:2] == env.MINIMUM_TORCH
+    table = (ROOT / "docs" / "torch-versions.md").read_text()
+    assert f"Every notebook passes on: {', '.join(passing)};" in table
+
+
+def test_readme_states_the_measured_range():
+    readme = (ROOT / "README.md").read_text()
+    sentence = (f"torch >= {env.minimum_torch_text()}: every notebook passes on torch "
+                f"{', '.join(internals.CHECKED_ON)}")
+    assert sentence in " ".join(readme.split()) and "docs/torch-versions.md" in readme
 
 
 def test_installed_torch_passes_and_a_newer_one_gets_a_note():
@@ -35,11 +81,37 @@ def test_pick_device_matches_the_machine():
     assert env.pick_device().type == ("cuda" if torch.cuda.is_available() else "cpu")
 
 
-def test_warmup_runs_once_and_finishes():
-    warmup.start()
-    assert not warmup.start()
-    seconds = warmup.wait(timeout=300)
+def test_warmup_compiles_once_on_the_main_thread():
+    said, fresh = [], warmup.status() == "not run"  # another test in this process may have warmed up
+    seconds = warmup.run(say=said.append)
     assert seconds is not None and warmup.status().startswith("done")
+    assert len(said) == (2 if fresh else 0) and (not fresh or "Warming up Inductor" in said[0])
+    assert warmup.run(say=said.append) == seconds and len(said) == 2  # once per process
+
+
+def test_warmup_refuses_to_compile_on_another_thread():
+    """torch's compiler is not thread-safe (pytorch #105943): labkit never compiles off the main thread."""
+    errors = []
+
+    def off_main():
+        try:
+            warmup.run(say=lambda _: None)
+        except warmup.NotOnMainThread as error:
+            errors.append(str(error))
+
+    thread = threading.Thread(target=off_main)
+    thread.start()
+    thread.join()
+    assert len(errors) == 1 and "labkit.setup()" in errors[0]
+
+
+def test_preflight_reports_a_crashing_kernel_in_one_sentence():
+    problem = preflight.first_cells_in_child("import os, signal; os.kill(os.getpid(), signal.SIGSEGV)")
+    assert problem is not None and "crashed (SIGSEGV)" in problem and problem.count(". ") == 0
+
+
+def test_preflight_runs_a_notebooks_first_cells_in_a_fresh_kernel():
+    assert preflight.first_cells_in_child() is None
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")

@@ -11,6 +11,8 @@ except ImportError:  # Python 3.10: requirements.txt installs tomli there
 
 from requirement_files import lines, requirements
 
+from labkit.env import minimum_torch_text
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 REFERENCE_TORCH = PYPROJECT["tool"]["lab"]["reference_torch"]
@@ -21,8 +23,9 @@ def _named(path, name):
 
 
 def test_torch_is_a_range_never_a_pin_for_users():
-    assert [r for r in _named("requirements.txt", "torch") if "==" in r] == []
-    assert [d for d in PYPROJECT["project"]["dependencies"] if d.startswith("torch") and "==" in d] == []
+    floor = f"torch>={minimum_torch_text()}"  # the lab's one minimum (tests/test_env.py checks it)
+    assert _named("requirements.txt", "torch") == [floor]
+    assert floor in PYPROJECT["project"]["dependencies"]
 
 
 def test_ipywidgets_accepts_colabs_7_7():

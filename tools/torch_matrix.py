@@ -1,0 +1,299 @@
+"""Run every notebook on several torch releases and write the table of what passed.
+
+    python tools/torch_matrix.py 2.11.0 2.13.0 2.15.0 --colab
+    python tools/torch_matrix.py 2.12.1 --keep-venvs --venv-root /scratch/venvs
+
+For each release: a throwaway virtual environment (under --venv-root, deleted afterwards
+unless --keep-venvs; one that already holds that torch is reused), that torch from PyPI
+(machine-wide pip constraints are ignored so the release asked for is the one installed),
+the lab's requirements, nbval and labkit; then every notebook under ``pytest --nbval-lax``
+from an empty Inductor cache, and a probe of the behaviours the lessons depend on.
+``--colab`` adds the Colab row: Python 3.13, torch 2.11.0, ipywidgets 7.7.1 and labkit
+installed with ``--no-deps``, as the notebooks' Colab cell does.
+
+Results accumulate in docs/torch-versions.json (one entry per row, replaced when re-run);
+docs/torch-versions.md is rewritten from it, and labkit's CHECKED_ON must match the releases
+whose notebooks all passed there (tests/test_env.py checks).
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "docs" / "torch-versions.json"
+TABLE = ROOT / "docs" / "torch-versions.md"
+COLAB = {"python": "/root/.pyenv/versions/3.13.0/bin/python3", "torch": "2.11.0", "ipywidgets": "7.7.1"}
+
+# Findings the table's columns stand for, written under it.
+NOTES = """
+## What the behaviour columns mean, and what was found
+
+- **compile on a thread, then on the main thread**: an Inductor compile on a background thread
+  (joined), then any compile on the main thread, in a fresh process with an empty Inductor cache.
+  Where it says *crash (exit -11)*, the process segfaults in `FakeTensorMode.__enter__`, inside
+  `torch._C._ensureCUDADeviceGuardSet()`. Root cause (c10/core/impl/DeviceGuardImplInterface.cpp):
+  when CUDA has no usable device (a CUDA build on a CPU-only machine), that function stores into
+  the *process-wide* device-guard registry a pointer to a no-op guard owned by a **thread_local**
+  `unique_ptr`. When the thread that first entered fake mode exits, its thread-locals are
+  destroyed and the registry keeps a dangling pointer; the next fake-mode entry on any thread calls
+  `p->deviceCount()` through it. This is why labkit (since the fix for issue 12) compiles only on the
+  kernel's main thread, on every torch: its old background warm-up thread was exactly that first
+  thread, and killed notebooks 00, 02, 03 and 04 on torch 2.11.
+- **#187319 reproduces**: two processes share the default compile cache; the second declares the
+  op's mutation and still gets the first process's artifact (which drops the mutation).
+- **mutation lowers to**: what AOTAutograd wraps a custom op that declares `mutates_args` in.
+- **seeded op, result unused, removed by Inductor**: a `nondeterministic_seeded` custom op whose
+  result is unused is dead-code eliminated (notebook 04 asserts it).
+- **Tag.inplace exists**: `torch.Tag.inplace` (notebook 02 branches on it).
+- **Why the minimum is 2.11, not 2.10**: on 2.10.0, notebook 03's lesson on the runtime aliasing
+  check fails: `torch._functorch.config.error_on_custom_op_aliasing`, which the lesson sets and
+  asserts, does not exist there. On 2.9, `import labkit` also lacked
+  `torch._library.utils.is_impure`; the gate now names the minimum instead.
+"""
+
+# Run by the row's own Python: each behaviour a lesson depends on, as torch shows it there.
+PROBE = r'''
+import json, os, subprocess, sys, tempfile
+import torch
+found = {}
+def probe(name):
+    def record(fn):
+        try:
+            found[name] = fn()
+        except Exception as error:
+            found[name] = f"error: {type(error).__name__}" + (
+                "" if isinstance(error, subprocess.TimeoutExpired) else f": {str(error).splitlines()[0][:80]}")
+    return record
+
+@probe("Tag.inplace exists")
+def _():
+    return hasattr(torch.Tag, "inplace")
+
+@probe("mutation lowers to")
+def _():
+    import labkit
+    op = labkit.declare(name="matrix::bump", writes=("x",), mutates_args=("x",), returns="none")
+    report = labkit.compile_and_compare(lambda x: (op(x), x * 2)[1], torch.ones(4), backend="aot_eager")
+    text = "\n".join(str(g.code) if hasattr(g, "code") else str(g) for g in report.aot_graphs)
+    return "auto_functionalized_v2" if "auto_functionalized_v2" in text else (
+        "auto_functionalized" if "auto_functionalized" in text else "other")
+
+@probe("seeded op, result unused, removed by Inductor")
+def _():
+    import labkit
+    op = labkit.declare(name="matrix::seeded", returns="fresh", tags=("nondeterministic_seeded",))
+    report = labkit.compile_and_compare(lambda x: (op(x), x + 1)[1], torch.ones(4), backend="inductor")
+    return not report.fate("matrix::seeded")["ran"]
+
+@probe("#187319 reproduces (stale artifact from the default cache)")
+def _():
+    from labkit import cache_demo
+    where = tempfile.mkdtemp(prefix="matrix-cache-")
+    cache_demo.run_in_subprocess("pure", "default", where)
+    fixed = cache_demo.run_in_subprocess("mutating", "default", where)
+    return fixed["x_after"] != [1.0] * 4
+
+@probe("compile on a thread, then on the main thread")
+def _():
+    code = ("import threading, torch\n"
+            "t = threading.Thread(target=lambda: torch.compile(lambda x: x.sin() + 1)(torch.ones(4)))\n"
+            "t.start(); t.join()\n"
+            "torch.compile(lambda x: x.cos() * 2)(torch.ones(4))\n")
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=tempfile.mkdtemp(prefix="matrix-cache-"))
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, timeout=600)
+    return "ok" if done.returncode == 0 else f"crash (exit {done.returncode})"
+
+print("PROBE " + json.dumps(found))
+'''
+
+
+def sh(command: list[str], log, **kwargs) -> int:
+    log.write(f"\n$ {' '.join(command)}\n")
+    log.flush()
+    return subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, **kwargs).returncode
+
+
+def python_version(python: str) -> str:
+    return subprocess.run([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def installed_torch(venv: Path) -> str | None:
+    done = subprocess.run([str(venv / "bin" / "python"), "-c", "import torch; print(torch.__version__)"],
+                          capture_output=True, text=True)
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def install(venv: Path, python: str, torch_version: str, colab: bool, log) -> bool:
+    """Make ``venv`` with that torch and the lab; False when pip failed."""
+    if not (venv / "bin" / "python").exists():
+        subprocess.run([python, "-m", "venv", str(venv)], check=True)
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    env = dict(os.environ, PIP_CONSTRAINT="/dev/null")  # the release asked for, whatever the machine caps
+    have = installed_torch(venv)
+    if not (have and have.split("+")[0] == torch_version):
+        if sh(pip + [f"torch=={torch_version}"], log, env=env):
+            return False
+    if colab:  # what the Colab cell does: Colab's own packages, then labkit alone
+        steps = [pip + [f"ipywidgets=={COLAB['ipywidgets']}", "matplotlib", "ipykernel", "nbval"],
+                 pip + ["--no-deps", "--force-reinstall", str(ROOT)]]
+    else:
+        steps = [pip + ["-r", str(ROOT / "requirements.txt"), "nbval"],
+                 pip + ["--no-deps", "--force-reinstall", str(ROOT)]]
+    return all(sh(step, log, env=env) == 0 for step in steps)
+
+
+def notebook_results(junit: Path) -> dict[str, str]:
+    """Per notebook: 'pass', or 'FAIL: cell N (first line of the error)'."""
+    results: dict[str, str] = {}
+    if not junit.exists():
+        return results
+    for case in ElementTree.parse(junit).getroot().iter("testcase"):
+        notebook = Path(case.get("file") or case.get("classname", "").replace(".", "/")).stem
+        notebook = notebook or case.get("classname", "?")
+        problem = case.find("failure") if case.find("failure") is not None else case.find("error")
+        if problem is not None and results.get(notebook, "pass") == "pass":
+            text = re.sub(r"(\x1b|#x1B)\[[0-9;]*m", "", problem.text or problem.get("message") or "")
+            errors = re.findall(r"^\s*(\w+(?:Error|Exception|Interrupt)\b.*|.*[Kk]ernel died.*)$", text, re.M)
+            detail = errors[-1].strip() if errors else "see the log"
+            results[notebook] = f"FAIL: {case.get('name')} ({detail[:110]})"
+        results.setdefault(notebook, "pass")
+    return results
+
+
+def run_row(label: str, torch_version: str, python: str, colab: bool, venv_root: Path, keep: bool) -> dict:
+    venv = venv_root / f"torch-{torch_version}-py{python_version(python)}{'-colab' if colab else ''}"
+    log_path = Path(tempfile.gettempdir()) / f"torch-matrix-{venv.name}.log"
+    row = {"row": label, "torch": torch_version, "python": python_version(python), "colab": colab,
+           "date": time.strftime("%Y-%m-%d"), "log": str(log_path)}
+    with open(log_path, "w") as log:
+        print(f"[{label}] installing into {venv} (log: {log_path})", flush=True)
+        if not install(venv, python, torch_version, colab, log):
+            row["result"] = "install failed"
+            print(f"[{label}] install failed", flush=True)
+            return row
+        venv_python = str(venv / "bin" / "python")
+        row["torch_build"] = installed_torch(venv)
+        cache_dir = tempfile.mkdtemp(prefix="torch-matrix-inductor-")
+        env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache_dir, PYTHONNOUSERSITE="1")
+        env.pop("PYTHONPATH", None)
+        junit = Path(cache_dir) / "junit.xml"
+        notebooks = sorted(str(p) for p in (ROOT / "notebooks").glob("*.ipynb"))
+        print(f"[{label}] running {len(notebooks)} notebooks under nbval-lax (cold Inductor cache)", flush=True)
+        started = time.perf_counter()
+        sh([venv_python, "-m", "pytest", "--nbval-lax", "--nbval-current-env", "-p", "no:cacheprovider",
+            "-o", "addopts=", "-o", "junit_family=xunit1", "--rootdir", cache_dir, f"--junitxml={junit}", *notebooks], log, env=env, cwd=cache_dir)
+        row["notebooks_s"] = round(time.perf_counter() - started)
+        row["notebooks"] = notebook_results(junit)
+        print(f"[{label}] probing behaviours", flush=True)
+        probe = subprocess.run([venv_python, "-c", PROBE], capture_output=True, text=True, env=env, cwd=cache_dir)
+        log.write(probe.stdout + probe.stderr)
+        line = next((ln for ln in probe.stdout.splitlines() if ln.startswith("PROBE ")), None)
+        row["behaviours"] = json.loads(line[6:]) if line else {"probe": f"crashed (exit {probe.returncode})"}
+        passed = bool(row["notebooks"]) and all(v == "pass" for v in row["notebooks"].values())
+        row["result"] = "all notebooks pass" if passed else "notebooks fail"
+        shutil.rmtree(cache_dir, ignore_errors=True)
+    if not keep:
+        shutil.rmtree(venv, ignore_errors=True)
+    print(f"[{label}] {row['result']}", flush=True)
+    return row
+
+
+def load() -> list[dict]:
+    return json.loads(RESULTS.read_text()) if RESULTS.exists() else []
+
+
+def save(row: dict) -> list[dict]:
+    """Add ``row`` (replacing an older run of it) to the results; safe with several runs at once."""
+    with open(RESULTS.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        rows = [r for r in load() if (r["row"], r["python"]) != (row["row"], row["python"])] + [row]
+        RESULTS.write_text(json.dumps(rows, indent=1) + "\n")
+        write_table(rows)
+    return rows
+
+
+def version_key(row: dict) -> tuple:
+    return (row["colab"], tuple(int(p) for p in row["torch"].split(".")), row["python"])
+
+
+SHORT = {  # column headers for the probe's behaviours
+    "#187319 reproduces (stale artifact from the default cache)": "#187319 reproduces",
+    "compile on a thread, then on the main thread": "compile on a thread, then main",
+    "seeded op, result unused, removed by Inductor": "unused seeded op removed",
+}
+
+
+def write_table(rows: list[dict]) -> None:
+    notebooks = sorted({nb for row in rows for nb in row.get("notebooks", {})})
+    behaviours = sorted({b for row in rows for b in row.get("behaviours", {})})
+    lines = [
+        "# torch versions the lab runs on",
+        "",
+        "Measured by `python tools/torch_matrix.py` (do not edit by hand: it rewrites this file from",
+        "`docs/torch-versions.json`). Each row: a fresh virtual environment with that torch from PyPI",
+        "(CUDA builds, run on a CPU-only machine, except 2.13.0+cpu), every notebook under",
+        "`pytest --nbval-lax` from an empty Inductor cache, then a probe of the behaviours the lessons",
+        "depend on. The *Colab stack* row is Python 3.13 + ipywidgets 7.7.1 + labkit installed with",
+        "`--no-deps`, as the notebooks' Colab cell does. Columns 00–05: the notebooks; then the",
+        "behaviours, explained below the table.",
+        "",
+        "| row | torch | Python | result | " + " | ".join(nb[:2] for nb in notebooks) + " | " + " | ".join(SHORT.get(b, b) for b in behaviours) + " | date |",
+        "|---" * (5 + len(notebooks) + len(behaviours)) + "|",
+    ]
+    for row in sorted(rows, key=version_key):
+        cells = [row["row"], row.get("torch_build") or row["torch"], row["python"], row["result"]]
+        cells += [row.get("notebooks", {}).get(nb, "—") for nb in notebooks]
+        cells += [str(row.get("behaviours", {}).get(b, "—")) for b in behaviours]
+        cells.append(row["date"])
+        lines.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
+    passing = checked_on(rows)
+    lines += ["", f"Every notebook passes on: {', '.join(passing) or 'none'}; the oldest of these is the lab's",
+              "minimum (`labkit.env.MINIMUM_TORCH`, pyproject's `[tool.lab] minimum_torch`).", NOTES]
+    TABLE.write_text("\n".join(lines))
+
+
+def checked_on(rows: list[dict]) -> list[str]:
+    """Releases whose (non-Colab) row passed every notebook: labkit's CHECKED_ON."""
+    good = {row["torch"] for row in rows if not row["colab"] and row["result"] == "all notebooks pass"}
+    return sorted(good, key=lambda v: tuple(int(p) for p in v.split(".")))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("versions", nargs="*", help="torch releases, e.g. 2.11.0 2.13.0")
+    parser.add_argument("--colab", action="store_true", help="add the Colab stack row (Python 3.13, torch 2.11.0)")
+    parser.add_argument("--python", default=sys.executable, help="Python for the rows (default: this one)")
+    parser.add_argument("--colab-python", default=COLAB["python"])
+    parser.add_argument("--venv-root", type=Path, default=Path(tempfile.gettempdir()) / "torch-matrix-venvs")
+    parser.add_argument("--keep-venvs", action="store_true", help="keep each environment (they take GBs)")
+    parser.add_argument("--table-only", action="store_true", help="rewrite the table from the JSON, run nothing")
+    args = parser.parse_args()
+    if not args.versions and not args.colab and not args.table_only:
+        parser.error("name at least one torch release, or --colab, or --table-only")
+    args.venv_root.mkdir(parents=True, exist_ok=True)
+    rows = load()
+    todo = [(v, v, args.python, False) for v in args.versions]
+    if args.colab:
+        todo.append(("Colab stack", COLAB["torch"], args.colab_python, True))
+    for label, version, python, colab in ([] if args.table_only else todo):
+        row = run_row(label, version, python, colab, args.venv_root, args.keep_venvs)
+        rows = save(row)
+    write_table(rows)
+    print(f"wrote {TABLE.relative_to(ROOT)}; every notebook passes on: {', '.join(checked_on(rows))}")
+
+
+if __name__ == "__main__":
+    main()
