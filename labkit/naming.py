@@ -103,7 +103,8 @@ def run(scheme: str, order: str, policy: str, namespace: str = "naming", typed: 
     """Declare, compile, redeclare, compile; report each step. Frees its names afterwards.
 
     Never raises for a bad scheme, order, policy, namespace or name: the result's ``problem``
-    says why nothing ran.
+    says why nothing ran. Calls ``torch.compiler.reset()`` before each compile and at the end,
+    because the bug it shows survives a reset: that also forgets your own compiled functions.
     """
     problem = _refusal(scheme, order, policy)
     names = problem or name_pair(scheme, namespace, typed)
