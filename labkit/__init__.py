@@ -25,6 +25,7 @@ _version_note = check_torch()  # raises TorchTooOld, one sentence, on a torch th
 # Importing labkit changes nothing in torch: the cache policy starts in setup() (cache.enable()).
 from . import auditing, cache, checks, env, exercises, experiments, naming, ops, stages, warmup  # noqa: E402
 from .auditing import audit  # noqa: E402 - labkit.audit(op, *sample_inputs), as documented
+from .logs import torch_logs  # noqa: E402
 from .ops import (  # noqa: E402
     LabOpError, OpSpec, StaleOpError, declare, drop, drop_namespace, name_problem, scoped,
 )
@@ -44,7 +45,7 @@ def __getattr__(name):
 __version__ = "0.1.0"
 __all__ = [
     "OpSpec", "declare", "drop", "drop_namespace", "scoped", "name_problem", "LabOpError", "StaleOpError",
-    "compile_and_compare", "StageReport", "TorchError", "show", "summary", "text", "draw_fate", "setup",
+    "compile_and_compare", "torch_logs", "StageReport", "TorchError", "show", "summary", "text", "draw_fate", "setup",
     "audit", "auditing", "cache", "cache_demo", "checks", "env", "exercises", "experiments", "naming", "ops", "render",
     "stages", "warmup", "widgets", "TorchTooOld", "check_torch",
 ]

@@ -30,7 +30,10 @@ def minimum_torch_text() -> str:
 
 
 class TorchTooOld(RuntimeError):
-    pass
+    """torch is older than the lab's minimum. In Jupyter it shows as its one sentence, not a traceback."""
+
+    def _render_traceback_(self) -> list[str]:  # IPython's hook for how an exception is shown
+        return [f"TorchTooOld: {self}"]
 
 
 def torch_version(text: str | None = None) -> tuple[int, int, int]:

@@ -67,11 +67,3 @@ def status() -> str:
     if _state["error"]:
         return f"failed: {_state['error']}"
     return f"done in {_state['seconds']:.1f} s"
-
-
-def wait(timeout: float | None = None) -> float | None:
-    """The warm-up's seconds: it is synchronous, so there is never anything left to wait for.
-
-    Kept for callers written when the warm-up ran on a thread; ``timeout`` is ignored.
-    """
-    return None if _state["error"] else _state["seconds"]

@@ -45,7 +45,7 @@
 # ## 1. Check your environment
 #
 # `labkit` is the lab's helper package. `labkit.setup()` prints what you are running on and
-# starts warming up Inductor, torch's compiler, in a background thread: its very first compile in a
+# warms up Inductor, torch's compiler, right here, with a progress line: its very first compile in a
 # fresh kernel costs several seconds, later ones a fraction of a second.
 
 # %%
@@ -136,7 +136,6 @@ def double_after_secret(x):
 x_eager, x_compiled = torch.ones(3), torch.ones(3)
 eager_out = double_after_secret(x_eager)
 eager_runs, kernel_runs[:] = len(kernel_runs), []
-labkit.warmup.wait()                   # labkit's background warm-up compiles too: let it finish first
 torch.compiler.reset()
 compiled_out = torch.compile(double_after_secret)(x_compiled)      # torch.compile's defaults: Inductor
 print("eager:    result", eager_out.tolist(), " x afterwards", x_eager.tolist(), " kernel runs", eager_runs)
@@ -292,7 +291,8 @@ assert "Argument x is not defined as mutable but was mutated" in str(results["te
 # %% [markdown]
 # - **`TORCH_LOGS`** prints what each stage produced. From a shell: `TORCH_LOGS="graph_code,aot_graphs"
 #   python my_script.py`. In a notebook, `torch._logging.set_logs(graph_code=True, aot_graphs=True)` does
-#   the same (torch's logging handlers write to stderr; the cell below captures stderr to assert on it).
+#   the same (torch's logging handlers write to stderr; the cell below captures stderr to assert on it —
+#   later notebooks call `labkit.torch_logs(...)`, which is exactly these lines).
 #   The Dynamo graph has the call; the AOTAutograd graph does not:
 
 # %%

@@ -433,25 +433,18 @@ print("solution checked")
 #
 # The graphs above came from labkit's recording backend; torch prints the same ones itself. From a shell:
 # `TORCH_LOGS="aot_graphs,output_code" python my_script.py`. In a notebook, `torch._logging.set_logs`
-# does the same; its handlers write to stderr, which the cell captures to assert on. The truthfully
-# declared `raw_bump` of section 1, in plain torch:
+# does the same; `labkit.torch_logs` is notebook 00's recipe for catching its stderr so a cell can assert
+# on it. The truthfully declared `raw_bump` of section 1, in plain torch:
 
 # %%
 def raw_step(x):
     raw_bump(x)
     return x * 2
 
-log = io.StringIO()
-with contextlib.redirect_stderr(log):
-    torch._logging.set_logs(aot_graphs=True)
-    try:
-        torch.compiler.reset()
-        torch.compile(raw_step, backend="aot_eager")(torch.ones(3))
-    finally:
-        torch._logging.set_logs()
-torch._logging.set_logs()                  # torch's handlers write to the real stderr again
-aot_lines = [line.split("[__aot_graphs]", 1)[1].strip() for line in log.getvalue().splitlines()
-             if "[__aot_graphs]" in line and "torch.ops." in line]
+torch.compiler.reset()
+with labkit.torch_logs(aot_graphs=True) as log:          # torch._logging.set_logs(aot_graphs=True), caught
+    torch.compile(raw_step, backend="aot_eager")(torch.ones(3))
+aot_lines = [line.strip() for line in log.artifact("aot_graphs") if "torch.ops." in line]
 print("\n".join(aot_lines))
 
 # %%

@@ -14,8 +14,6 @@
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-import contextlib
-import io
 import os
 import warnings
 
@@ -210,8 +208,8 @@ print("solution checked")
 #
 # The AOTAutograd graph above came from labkit's recording backend. torch prints it itself:
 # `TORCH_LOGS="aot_graphs" python my_script.py` from a shell, or `torch._logging.set_logs(aot_graphs=True)`
-# in a notebook (its handlers write to stderr, which this cell captures to assert on). Here with a plain
-# `custom_op`:
+# in a notebook (`labkit.torch_logs` is notebook 00's recipe for catching what it writes, so a cell can
+# assert on it). Here with a plain `custom_op`:
 
 # %%
 @torch.library.custom_op("nb03::raw_bump", mutates_args={"x"})
@@ -224,17 +222,10 @@ def raw_bump_middle(x):
     return x * 2
 
 
-log = io.StringIO()
-with contextlib.redirect_stderr(log):
-    torch._logging.set_logs(aot_graphs=True)
-    try:
-        torch.compiler.reset()
-        torch.compile(raw_bump_middle, backend="aot_eager")(torch.zeros(5))
-    finally:
-        torch._logging.set_logs()
-torch._logging.set_logs()                  # torch's handlers write to the real stderr again
-aot_lines = [line.split("[__aot_graphs]", 1)[1].strip() for line in log.getvalue().splitlines()
-             if "[__aot_graphs]" in line and "torch.ops." in line]
+torch.compiler.reset()
+with labkit.torch_logs(aot_graphs=True) as log:          # torch._logging.set_logs(aot_graphs=True), caught
+    torch.compile(raw_bump_middle, backend="aot_eager")(torch.zeros(5))
+aot_lines = [line.strip() for line in log.artifact("aot_graphs") if "torch.ops." in line]
 print("\n".join(aot_lines))
 
 # %%

@@ -142,24 +142,13 @@ def has_side_effect_registered(x, y):
 # graph as a `copy_`.
 
 # %%
-import contextlib
-import io
 import logging
 import re
 
 from torch._dynamo.backends.common import aot_autograd
 
 
-@contextlib.contextmanager
-def torch_logs(**settings):
-    """torch._logging.set_logs(**settings) for the block, its output captured as text (torch writes it to stderr)."""
-    text = io.StringIO()
-    with contextlib.redirect_stderr(text):          # set_logs creates its handlers now, on this stream
-        torch._logging.set_logs(**settings)
-    try:
-        yield text
-    finally:
-        torch._logging.set_logs()                    # back to the defaults, on the real stderr
+torch_logs = labkit.torch_logs   # torch._logging.set_logs(**settings), its stderr caught (notebook 00's recipe)
 
 
 def aot_graph(fn, *args, fullgraph=True):

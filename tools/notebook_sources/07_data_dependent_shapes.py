@@ -20,8 +20,6 @@
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-import contextlib
-import io
 
 import torch
 from torch._dynamo.backends.common import aot_autograd
@@ -32,8 +30,9 @@ labkit.setup()     # the widget in section 7 compiles with Inductor
 print("torch", torch.__version__)
 
 # %% [markdown]
-# Three helpers used throughout: one counts kernel calls, one returns the error a call raises (as text), and one
-# captures torch's log (`torch._logging.set_logs`, the Python form of `TORCH_LOGS`) so a cell can check it.
+# Three helpers used throughout: one counts kernel calls, one returns the error a call raises (as text), and
+# `labkit.torch_logs` captures torch's log (`torch._logging.set_logs`, the Python form of `TORCH_LOGS`) so a cell
+# can check it.
 
 # %%
 import re
@@ -52,16 +51,7 @@ def error_of(call):
     return None
 
 
-@contextlib.contextmanager
-def torch_logs(**settings):
-    """torch._logging.set_logs(**settings) for the block, its output captured as text (torch writes it to stderr)."""
-    text = io.StringIO()
-    with contextlib.redirect_stderr(text):          # set_logs creates its handlers now, on this stream
-        torch._logging.set_logs(**settings)
-    try:
-        yield text
-    finally:
-        torch._logging.set_logs()                    # back to the defaults, on the real stderr
+torch_logs = labkit.torch_logs   # torch._logging.set_logs(**settings), its stderr caught (notebook 00's recipe)
 
 # %% [markdown]
 # ## 1. An unbacked size
