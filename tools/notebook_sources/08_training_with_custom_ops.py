@@ -679,6 +679,7 @@ with torch._functorch.config.patch(cse=False):
     assert kernel_calls_per_step("formula calls the op", "compiled") == 2
 print("solution checked")
 
+# %% [markdown]
 # ## What to remember
 #
 # - A custom op gets a gradient from `register_autograd(backward, setup_context=...)`:
