@@ -177,7 +177,7 @@ def run_row(label: str, torch_version: str, python: str, colab: bool, venv_root:
     venv = venv_root / f"torch-{torch_version}-py{python_version(python)}{'-colab' if colab else ''}"
     log_path = Path(tempfile.gettempdir()) / f"torch-matrix-{venv.name}.log"
     row = {"row": label, "torch": torch_version, "python": python_version(python), "colab": colab,
-           "date": time.strftime("%Y-%m-%d"), "log": str(log_path)}
+           "date": time.strftime("%Y-%m-%d"), "commit": current_commit(), "log": str(log_path)}
     with open(log_path, "w") as log:
         print(f"[{label}] installing into {venv} (log: {log_path})", flush=True)
         if not install(venv, python, torch_version, colab, log):
@@ -236,8 +236,29 @@ SHORT = {  # column headers for the probe's behaviours
 }
 
 
+def current_commit() -> str:
+    """The lab's commit the row ran (uncommitted changes marked), so a table says what it measured."""
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                                text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                               capture_output=True, text=True).stdout.strip()
+        return commit + ("+changes" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def current_notebooks() -> list[str]:
+    return sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+
+def ran_current_notebooks(row: dict) -> bool:
+    """Only a row that ran today's notebooks speaks for them (older rows stay in the table, marked)."""
+    return sorted(row.get("notebooks", {})) == current_notebooks()
+
+
 def write_table(rows: list[dict]) -> None:
-    notebooks = sorted({nb for row in rows for nb in row.get("notebooks", {})})
+    notebooks = current_notebooks()
     behaviours = sorted({b for row in rows for b in row.get("behaviours", {})})
     lines = [
         "# torch versions the lab runs on",
@@ -247,17 +268,20 @@ def write_table(rows: list[dict]) -> None:
         "(CUDA builds, run on a CPU-only machine, except 2.13.0+cpu), every notebook under",
         "`pytest --nbval-lax` from an empty Inductor cache, then a probe of the behaviours the lessons",
         "depend on. The *Colab stack* row is Python 3.13 + ipywidgets 7.7.1 + labkit installed with",
-        "`--no-deps`, as the notebooks' Colab cell does. Columns 00–05: the notebooks; then the",
+        "`--no-deps`, as the notebooks' Colab cell does. Columns 00–09: today's notebooks (a row run on",
+        "an earlier set of notebooks says so, and does not count below); then the",
         "behaviours, explained below the table.",
         "",
         "| row | torch | Python | result | " + " | ".join(nb[:2] for nb in notebooks) + " | " + " | ".join(SHORT.get(b, b) for b in behaviours) + " | date |",
         "|---" * (5 + len(notebooks) + len(behaviours)) + "|",
     ]
     for row in sorted(rows, key=version_key):
-        cells = [row["row"], row.get("torch_build") or row["torch"], row["python"], row["result"]]
+        result = row["result"] if ran_current_notebooks(row) else (
+            f"earlier notebook set ({len(row.get('notebooks', {}))} notebooks): {row['result']}")
+        cells = [row["row"], row.get("torch_build") or row["torch"], row["python"], result]
         cells += [row.get("notebooks", {}).get(nb, "—") for nb in notebooks]
         cells += [str(row.get("behaviours", {}).get(b, "—")) for b in behaviours]
-        cells.append(row["date"])
+        cells.append(f"{row['date']} ({row.get('commit', 'commit not recorded')})")
         lines.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
     passing = checked_on(rows)
     lines += ["", f"Every notebook passes on: {', '.join(passing) or 'none'}; the oldest of these is the lab's",
@@ -267,7 +291,8 @@ def write_table(rows: list[dict]) -> None:
 
 def checked_on(rows: list[dict]) -> list[str]:
     """Releases whose (non-Colab) row passed every notebook: labkit's CHECKED_ON."""
-    good = {row["torch"] for row in rows if not row["colab"] and row["result"] == "all notebooks pass"}
+    good = {row["torch"] for row in rows
+            if not row["colab"] and row["result"] == "all notebooks pass" and ran_current_notebooks(row)}
     return sorted(good, key=lambda v: tuple(int(p) for p in v.split(".")))
 
 
