@@ -118,3 +118,13 @@ def test_preflight_runs_a_notebooks_first_cells_in_a_fresh_kernel():
 def test_report_names_the_gpu():
     info = env.report()
     assert info["gpu"] and "triton" in info
+
+
+def test_too_old_torch_shows_as_one_sentence_in_jupyter():
+    """IPython renders an exception through _render_traceback_ when it has one: no traceback for the gate."""
+    from labkit.env import TorchTooOld, check_torch
+
+    with pytest.raises(TorchTooOld) as caught:
+        check_torch("2.10.0")
+    assert caught.value._render_traceback_() == [f"TorchTooOld: {caught.value}"]
+    assert "pip install" in str(caught.value) and "\n" not in str(caught.value)

@@ -1,6 +1,7 @@
 """Every notebook matches its source, carries no stored errors, and follows the lab's shape."""
 
 import json
+import re
 import pathlib
 import shutil
 import subprocess
@@ -50,8 +51,13 @@ def test_each_notebook_has_the_teaching_shape():
     for path in NOTEBOOKS:
         cells = json.loads(path.read_text())["cells"]
         markdown = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
-        for part in ("What you will learn", "Time:", "Exercise", "What to remember"):
+        for part in ("What you will learn", "Time:", "Exercise", "In your own project", "What to remember",
+                     "Question", "Further reading"):
             assert part in markdown, f"{path.name} lacks '{part}'"
+        source = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+        assert re.search(r"torch\.library\.|torch\.compile\(|set_logs|TORCH_LOGS", source), \
+            f"{path.name} shows no plain torch (torch.library, torch.compile, set_logs)"
+        assert "https://" in markdown, f"{path.name} links nothing to read further"
         code = [c for c in cells if c["cell_type"] == "code"]
         assert all(c["execution_count"] is not None for c in code), f"{path.name} has unexecuted cells"
         assert not [o for c in code for o in c["outputs"] if o["output_type"] == "error"], path.name
