@@ -34,9 +34,17 @@ def _dedent(text: str) -> str:
     return "\n".join(line[indent:] for line in lines)
 
 
+def ran_outside_graphs(fate: dict) -> bool:
+    """In no Dynamo graph, yet its kernel ran under torch.compile: Dynamo broke the graph at it and ran it
+    eagerly (a data-dependent output size under ``fullgraph=False``, say). Absent is not removed."""
+    return fate["dynamo"] is False and fate["ran"] is True
+
+
 def fate_line(report: StageReport, op_name: str) -> str:
     marks = {True: "kept", False: "REMOVED", None: "—"}
     fate = report.fate(op_name)
+    if ran_outside_graphs(fate):
+        return f"{op_name}: in no graph (a graph break: Dynamo ran it eagerly) · kernel ran: yes"
     ran = {True: "yes", False: "NO", None: "—"}[fate["ran"]]
     return (f"{op_name}: Dynamo {marks[fate['dynamo']]} · AOT {marks[fate['aot']]} · "
             f"Inductor {marks[fate['inductor']]} · kernel ran: {ran}")
@@ -120,7 +128,8 @@ def to_html(report: StageReport, ops: list[str] | None = None) -> str:
     rows = "".join(
         f"<tr><td><code>{html.escape(op)}</code></td><td>{report.eager_calls.get(op, 0)}</td>"
         f"<td>{report.compiled_calls.get(op, 0)}</td>"
-        + "".join(_fate_cell(report.fate(op)[s]) if report.ok else "<td>—</td>" for s, _ in STAGES[:3])
+        + (_outside_cells() if report.ok and ran_outside_graphs(report.fate(op)) else
+           "".join(_fate_cell(report.fate(op)[s]) if report.ok else "<td>—</td>" for s, _ in STAGES[:3]))
         + "</tr>" for op in ops)
     table = ("<table><tr><th>op</th><th>calls eager</th><th>calls compiled</th>"
              + "".join(f"<th>{t}</th>" for _, t in STAGES[:3]) + f"</tr>{rows}</table>")
@@ -132,6 +141,10 @@ def to_html(report: StageReport, ops: list[str] | None = None) -> str:
     head = (f"<p><code>backend={report.backend}</code> · <code>dynamic={report.dynamic}</code> · "
             f"inputs {html.escape(' | '.join(report.shapes))} · graphs per call {report.graphs_per_call}</p>")
     return f"<div class='labkit-report' style='text-align:left'>{head}{verdict}{errors}{table}{code}</div>"
+
+
+def _outside_cells() -> str:
+    return '<td colspan="3" style="color:#8a5a00"><b>in no graph: a graph break, ran eagerly</b></td>'
 
 
 def _fate_cell(present: bool | None) -> str:
@@ -165,10 +178,13 @@ def draw_fate(report: StageReport, op_name: str, ax=None):
     if ax is None:
         _, ax = plt.subplots(figsize=(7.5, 1.6))
     fate = report.fate(op_name)
+    outside = ran_outside_graphs(fate)
     for i, (stage, title) in enumerate(STAGES):
         present = fate[stage]
         colour = {True: "#c8ecd2", False: "#f8c9cf", None: "#e6e6e6"}[present]
         word = {True: "kept", False: "removed", None: "not run"}[present]
+        if outside and stage != "ran":
+            colour, word = "#fde9c4", "graph break"
         if stage == "ran":
             word = {True: "yes", False: "no", None: "—"}[present]
         ax.add_patch(plt.Rectangle((i * 2.5, 0), 2.1, 1, facecolor=colour, edgecolor="#555"))

@@ -45,3 +45,15 @@ def test_draw_fate_draws_one_box_per_stage():
     ax = labkit.draw_fate(_undeclared_report(), "t::bump")
     assert len(ax.patches) == 4
     assert [t.get_text() for t in ax.texts if t.get_text() in ("kept", "removed")] == ["kept", "removed", "removed"]
+
+
+def test_an_op_run_eagerly_at_a_graph_break_is_not_called_removed():
+    """A data-dependent op under fullgraph=False is in no graph, yet its kernel ran: absent is not removed."""
+    from labkit.experiments import dce_experiment
+
+    op, report = dce_experiment("pure, result unused", False, (4,), namespace="t", op_kind="data-dependent")
+    html_text, line = render.to_html(report, [op.name]), render.fate_line(report, op.name)
+    assert "graph break" in html_text and "removed" not in html_text
+    assert "graph break" in line and "REMOVED" not in line
+    _, pure_report = dce_experiment("pure, result unused", False, (4,), namespace="t")
+    assert "REMOVED" in render.fate_line(pure_report, f"t::pure__result_unused")
