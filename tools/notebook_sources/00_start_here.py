@@ -27,7 +27,10 @@
 # | 03 · Aliasing and views | a mutating op on a view; why outputs may not alias inputs; `x.add_(1); return x` | 20 min |
 # | 04 · Names and compile caches | an op's name is its identity; stale compile caches (#187319) and how to key them | 30 min |
 # | 05 · Dead-code elimination and dynamic shapes | who removes an op, what keeps it alive, static vs dynamic | 30 min |
-# | 06 · Field guide | a checklist that runs, myths vs facts, a capstone | 30 min |
+# | 06 · Field guide | a checklist that runs, myths vs facts, a capstone | 35 min |
+# | 07 · Data-dependent shapes | unbacked sizes, `fullgraph`, `int` vs `SymInt`, `recompile_limit` | 30 min |
+# | 08 · Training with custom ops | `register_autograd`, `opcheck` vs `gradcheck`, the backward graph | 30 min |
+# | 09 · Custom ops for GPU kernels | `triton_op`, the cache key, CUDA graphs, `Tag.out`, re-inplacing | 20 min |
 #
 # Each notebook names the ones it builds on under **Before:**.
 #
@@ -75,8 +78,10 @@ print("This notebook runs its examples on:", device.type)
 # - **`labkit.setup()`** turns on labkit's *fingerprinted* cache policy and says so: it appends a hash of
 #   every live custom op's declaration to `torch.compiler.config.cache_key_tag` (keeping any tag you set
 #   yourself), so that changing a declaration cannot bring back a compiled artifact built for the old one
-#   (notebook 04 shows why that matters). It also starts the Inductor warm-up thread.
-# - **`labkit.compile_and_compare(fn, *inputs)`** is not a plain `torch.compile`. It resets the compiler,
+#   (notebook 04 shows why that matters). It also warms Inductor up, right there, on this thread.
+# - **`labkit.compile_and_compare(fn, *inputs)`** is not a plain `torch.compile`. It compiles a fresh copy
+#   of `fn` instead of calling `torch.compiler.reset()`, so your own compiled functions stay compiled (only
+#   notebook 04's naming experiment resets, because the bug it shows survives a reset). It
 #   runs `fn` eagerly and compiled on *deep copies* of your inputs (your tensors are never changed), and
 #   **bypasses torch's on-disk FX-graph and AOTAutograd caches** so that every graph is really traced.
 #   Its defaults differ from `torch.compile`'s:
@@ -97,6 +102,22 @@ assert torch_defaults["backend"] in ("inductor", None)    # None (torch 2.13): t
 assert torch_defaults["dynamic"] is None and torch_defaults["fullgraph"] is False
 assert defaults(labkit.compile_and_compare, knobs) == {"backend": "aot_eager", "dynamic": False, "fullgraph": False}
 assert labkit.cache.TAG_PREFIX in torch.compiler.config.cache_key_tag     # the fingerprinted policy is on
+
+# %% [markdown]
+# And your own compiled function stays compiled across a labkit experiment (a backend that counts compiles):
+
+# %%
+compiles = []
+def counting_backend(gm, example_inputs):
+    compiles.append(gm)
+    return gm.forward
+
+mine = torch.compile(lambda x: x * 3, backend=counting_backend)
+mine(torch.ones(2))
+labkit.compile_and_compare(lambda x: x + 1, torch.ones(2))
+mine(torch.ones(2))
+print("your function was compiled", len(compiles), "time(s)")
+assert len(compiles) == 1          # no recompile: labkit did not reset torch's compiler
 
 # %% [markdown]
 # So when a lab cell passes `backend="inductor"`, it says so; `"aot_eager"` stops after AOTAutograd and
