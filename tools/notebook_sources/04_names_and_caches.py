@@ -27,7 +27,6 @@ import torch
 import labkit
 
 labkit.setup()
-dropped = labkit.drop_namespace("nb04n")
 
 # %% [markdown]
 # ## 1. A name is an identity
