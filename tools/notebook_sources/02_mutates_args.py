@@ -142,7 +142,7 @@ if hasattr(torch.Tag, "inplace"):
     print(add_.schema, "|", inplace_report.verdict)
     assert add_.schema == "nb02::add_(Tensor(a0!) x) -> Tensor(a0!)" and inplace_report.verdict.agree
     try:                                   # mutating the second argument instead: refused at definition
-        @torch.library.custom_op("nb02::bad_inplace", mutates_args={"y"}, tags=torch.Tag.inplace)
+        @torch.library.custom_op("nb02::bad_inplace", mutates_args={"y"}, tags=(torch.Tag.inplace,))
         def bad_inplace(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
             y.add_(1)
             return y

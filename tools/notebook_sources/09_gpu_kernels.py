@@ -259,11 +259,11 @@ else:
 
 # %% [markdown]
 # An op that can never be captured — it synchronises with the host, or allocates data-dependent
-# memory — says so with `tags=torch.Tag.cudagraph_unsafe`, so that Inductor does not capture it. The tag
+# memory — says so with `tags=(torch.Tag.cudagraph_unsafe,)` (a tuple: torch 2.11 takes no single tag), so that Inductor does not capture it. The tag
 # exists in the torch you run; what Inductor does with it is the GPU cell's to show:
 
 # %%
-@torch.library.custom_op("nb09::host_checked", mutates_args=(), tags=torch.Tag.cudagraph_unsafe)
+@torch.library.custom_op("nb09::host_checked", mutates_args=(), tags=(torch.Tag.cudagraph_unsafe,))
 def host_checked(x: Tensor) -> Tensor:
     assert bool(torch.isfinite(x).all())     # a host sync: fine eagerly, fatal inside a CUDA graph
     return x.clone()
@@ -300,7 +300,7 @@ else:
 
 # %%
 if hasattr(torch.Tag, "out"):
-    @torch.library.custom_op("nb09::scale_out", mutates_args={"out"}, tags=torch.Tag.out)
+    @torch.library.custom_op("nb09::scale_out", mutates_args={"out"}, tags=(torch.Tag.out,))
     def scale_out(x: Tensor, *, out: Tensor) -> Tensor:
         torch.mul(x, 2, out=out)
         return out
