@@ -1,9 +1,10 @@
 """torch's own logs (``TORCH_LOGS``, ``torch._logging.set_logs``) captured as text a cell can check.
 
 In a script you would run ``TORCH_LOGS="aot_graphs" python train.py`` and read stderr. In a
-notebook cell that asserts on the log, the text has to be caught: torch's log handlers write to
-``sys.stderr`` as it is *when* ``set_logs`` runs, so redirecting stderr around that one call is
-enough. Notebook 00 writes these lines out; later notebooks call :func:`torch_logs`.
+notebook cell that asserts on the log, the text has to be caught, and torch's releases differ in
+*when* their log handler looks at ``sys.stderr``: up to 2.14 when ``set_logs`` runs, from 2.15 at
+each message. Redirecting stderr around the whole block catches both. Notebook 00 writes these
+lines out; later notebooks call :func:`torch_logs`.
 """
 
 from __future__ import annotations
@@ -33,9 +34,9 @@ def torch_logs(**settings) -> Iterator[CapturedLog]:
     nothing is captured.)
     """
     text = CapturedLog()
-    with contextlib.redirect_stderr(text):  # the handlers set_logs makes now write to this stream
+    with contextlib.redirect_stderr(text):  # torch <= 2.14 binds its handler here, 2.15 reads it per message
         torch._logging.set_logs(**settings)
-    try:
-        yield text
-    finally:
-        torch._logging.set_logs()
+        try:
+            yield text
+        finally:
+            torch._logging.set_logs()

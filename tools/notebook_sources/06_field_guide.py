@@ -377,15 +377,9 @@ eager_log = len(log_entries)
 
 log_entries.clear()
 torch._dynamo.reset()
-aot_text = io.StringIO()
-with contextlib.redirect_stderr(aot_text):       # set_logs sends its output to the stderr of this moment
-    torch._logging.set_logs(aot_graphs=True)
-try:
-    with torch._functorch.config.patch(enable_autograd_cache=False):
-        actual = torch.compile(tiny_net, backend="aot_eager", fullgraph=True)(x, stats_compiled, weight)
-finally:
-    torch._logging.set_logs()
-graph_text = aot_text.getvalue()
+with labkit.torch_logs(aot_graphs=True) as aot_text, torch._functorch.config.patch(enable_autograd_cache=False):
+    actual = torch.compile(tiny_net, backend="aot_eager", fullgraph=True)(x, stats_compiled, weight)
+graph_text = aot_text.getvalue()     # torch._logging.set_logs(aot_graphs=True), its stderr caught
 print("outputs agree:", torch.equal(actual, expected), "| running_stats agree:", torch.equal(stats_compiled, stats_eager),
       "| log entries eager/compiled:", eager_log, len(log_entries))
 print("in the AOT graph:", {word: word in graph_text for word in ("auto_functionalized_v2", "copy_", "with_effects")})
