@@ -672,8 +672,8 @@ if all(labkit.exercises.answered(v) for v in my_kernel_calls.values()):
 # Compiled, AOTAutograd traces forward and backward as ONE joint graph, where op(x) appears twice on the same
 # input; the op is pure, so common-subexpression elimination keeps one call and the backward reuses the
 # forward's result. With AOTAutograd's CSE switched off (a private config), the second call comes back:
-# That is what torch 2.11 and 2.13 do; on torch 2.15.0 the compiled step ran the kernel twice, as eager does.
-merged = 1 if labkit.env.torch_version()[:2] < (2, 15) else 2
+# That is what torch 2.11-2.13 do; on torch 2.14.1 and 2.15.0 the compiled step ran the kernel twice, as eager does.
+merged = 1 if labkit.env.torch_version()[:2] < (2, 14) else 2
 assert actual_calls == {("aten formula", "eager"): 1, ("aten formula", "compiled"): 1,
                         ("formula calls the op", "eager"): 2, ("formula calls the op", "compiled"): merged}
 import torch._functorch.config
@@ -696,7 +696,7 @@ print("solution checked")
 #
 # 1. Why can `opcheck` pass for an op whose gradient is wrong? What does `gradcheck` compare instead?
 # 2. Why does the backward graph of section 4 not call `nb08.silu`? Why does even a formula that calls the op
-#    not add a kernel run once compiled on torch 2.13 (Exercise 2) — and why would that be wrong for an op with a hidden side effect?
+#    not add a kernel run once compiled on torch 2.11–2.13 (Exercise 2) — and why would that be wrong for an op with a hidden side effect?
 # 3. Why does a setting read inside `backward` not trigger a recompile when it changes, while the same read inside
 #    the function you compile would?
 # 4. Why does torch refuse a formula for a mutating op, and what goes wrong if you call one on a tensor that
