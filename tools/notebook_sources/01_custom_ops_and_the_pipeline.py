@@ -291,7 +291,7 @@ print("solution checked")
 # of every compile there. `tlparse` (a separate tool: `pip install tlparse`) turns that log into an HTML
 # report — for each compile, the Dynamo graph, the AOTAutograd graph, Inductor's code, cache hits and
 # misses, graph breaks. torch reads `TORCH_TRACE` when it starts, so the cell runs a small program in a
-# new process (on Colab, the cell installs `tlparse` first):
+# new process (where `tlparse` is missing, on Colab say, the cell installs it first):
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -321,9 +321,9 @@ work = pathlib.Path(tempfile.mkdtemp(prefix="nb01-trace-"))
 env = dict(os.environ, TORCH_TRACE=str(work / "trace"), TORCHINDUCTOR_CACHE_DIR=str(work / "cache"))
 subprocess.run([sys.executable, str(work / "program.py")], env=env, check=True, capture_output=True)
 tlparse = shutil.which("tlparse") or str(pathlib.Path(sys.executable).with_name("tlparse"))
-if not pathlib.Path(tlparse).exists() and "google.colab" in sys.modules:   # Colab: not preinstalled
+if not pathlib.Path(tlparse).exists():   # e.g. Colab, where labkit comes without its requirements
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "tlparse"], check=True)
-    tlparse = shutil.which("tlparse") or tlparse
+    tlparse = shutil.which("tlparse") or str(pathlib.Path(sys.executable).with_name("tlparse"))
 (trace_log,) = (work / "trace").glob("*.log")
 subprocess.run([tlparse, str(trace_log), "-o", str(work / "report"), "--no-browser", "--overwrite"],
                check=True, capture_output=True)
