@@ -17,7 +17,7 @@ import torch
 
 # Releases on which every notebook passed in tools/torch_matrix.py's table (docs/torch-versions.md);
 # tests/test_env.py checks that this tuple is that table's.
-CHECKED_ON = ("2.11.0", "2.12.1", "2.13.0", "2.15.0")
+CHECKED_ON = ("2.11.0", "2.12.1", "2.13.0", "2.14.1", "2.15.0")
 
 # The private names labkit imports, lazily, in the helpers below; the too-old-torch gate looks them
 # up first, so that an older torch gets one sentence on ``import labkit``, never an ImportError.
