@@ -24,7 +24,7 @@ import torch
 
 from . import _torch_internals as internals
 from . import checks, ops
-from .stages import as_torch_error, clone_args, compile_and_compare
+from .stages import as_torch_error, compile_and_compare, copy_inputs
 
 COMPILE_MODES = (("aot_eager", False), ("aot_eager", True), ("inductor", False), ("inductor", True))
 
@@ -85,7 +85,7 @@ class AuditReport:
 
 def _declaration_findings(overload, args) -> list[Finding]:
     names = internals.argument_names(overload)
-    after = clone_args(args)
+    after = copy_inputs(args)
     try:
         overload(*after)
     except Exception as error:  # noqa: BLE001 - torch's refusal is a finding

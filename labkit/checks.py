@@ -8,7 +8,7 @@ import torch
 
 from ._torch_internals import aliasing_check_raises  # noqa: F401 - re-exported for lessons
 from .ops import LabOpError, live_overload
-from .stages import clone_args
+from .stages import copy_inputs
 
 OPCHECK_TESTS = ("test_schema", "test_autograd_registration", "test_faketensor", "test_aot_dispatch_dynamic")
 
@@ -43,7 +43,7 @@ def opcheck(op, args: tuple, tests=OPCHECK_TESTS) -> dict[str, str]:
         tests = (tests,)
     results = {}
     for test in tests:
-        copies = clone_args(args)
+        copies = copy_inputs(args)
         try:
             torch.library.opcheck(overload, copies, test_utils=test)
             results[test] = "ok"

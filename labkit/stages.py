@@ -263,11 +263,6 @@ def copy_inputs(call: Sequence, names: Sequence[str] | None = None) -> tuple:
                          f"numbers, or lists/tuples/dicts of them.") from None
 
 
-def clone_args(args: Sequence) -> tuple:
-    """Fresh copies of ``args`` (see :func:`copy_inputs`)."""
-    return copy_inputs(args)
-
-
 def input_names(fn: Callable | None, count: int) -> list[str]:
     """The parameter names of ``fn`` for ``count`` positional inputs (``arg0``... if unknown)."""
     try:
