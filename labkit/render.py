@@ -7,6 +7,8 @@ so the same report looks the same in a notebook, a widget, a test or a terminal.
 from __future__ import annotations
 
 import html
+import json
+import pathlib
 import re
 
 from .stages import StageReport, split_qualname
@@ -257,3 +259,23 @@ def draw_stages(report: StageReport, op_name: str | None = None, figsize=(11, 3.
         ax.set_title(title, fontsize=10)
     fig.tight_layout()
     return fig
+
+
+GPU_RECORDINGS = pathlib.Path(__file__).with_name("gpu_recordings")
+
+
+def gpu_recording(notebook: str) -> str:
+    """What a notebook's GPU cells printed on a GPU machine, labelled as a recording.
+
+    ``notebook`` is the notebook's file stem (``"09_gpu_kernels"``). A CPU reader sees the GPU
+    half of a lesson this way; the label keeps it from passing for this kernel's output.
+    """
+    path = GPU_RECORDINGS / f"{notebook}.json"
+    if not path.is_file():
+        return f"No GPU recording of notebook {notebook} exists yet: its GPU cells are unverified."
+    rec = json.loads(path.read_text())
+    lines = [f"Recorded on {rec['device']}, torch {rec['torch']}, Triton {rec['triton']}, {rec['date']} "
+             "(a recording, not this kernel's output):"]
+    for cell in rec["cells"]:
+        lines += [f"--- {cell['first_line'].removeprefix('# GPU cell: ')}", cell["output"].rstrip()]
+    return "\n".join(lines)

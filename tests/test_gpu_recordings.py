@@ -1,4 +1,4 @@
-"""GPU recordings (docs/gpu-recordings/*.json) stay true to the notebooks they were recorded from.
+"""GPU recordings (labkit/gpu_recordings/*.json) stay true to the notebooks they were recorded from.
 
 On any machine: every recording names cells that still exist unchanged (a recording of a cell
 that has since been edited is stale and must be re-recorded), and says where it was made.

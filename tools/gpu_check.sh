@@ -1,17 +1,31 @@
 #!/usr/bin/env bash
-# The lab's GPU checks, for a machine with a CUDA GPU and its own torch (not the lab's pins).
-# Runs: the CUDA-only tests, the pre-flight check, notebook 04 executed on the GPU (kept as an
-# artifact), then every notebook under nbval-lax. Writes logs to ${OUT:-/tmp/gpu_check}.
+# The lab's GPU checks, for a machine with a CUDA GPU, Triton and its own torch (not the lab's pins):
+#   bash tools/gpu_check.sh            # logs, executed notebooks and new recordings go to ${OUT:-/tmp/gpu_check}
+# In parallel: the pre-flight check; the GPU cells of notebooks 05 and 09 recorded
+# (tools/record_gpu.py, which keeps each executed notebook, failed or not); every notebook under
+# nbval-lax. Then the tests that have CUDA paths, the recordings' fresh-run test included.
+# Needs nbclient, ipykernel, ipywidgets, jupytext, nbval (pytest-xdist if present) beside torch.
 set -u
-OUT=${OUT:-/tmp/gpu_check}; mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1 PYTHONPATH="${PYTHONPATH:-}:$PWD"
+OUT=${OUT:-/tmp/gpu_check}; mkdir -p "$OUT/executed" "$OUT/recordings"
+export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" TORCHINDUCTOR_COMPILE_THREADS=2
 PY=${PY:-python3}
-nvidia-smi -L
-$PY -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())"
-step() { local name=$1 limit=$2; shift 2; echo "=== $name"; local t0=$SECONDS
-  timeout "$limit" "$@" 2>&1 | tee "$OUT/$name.log"; echo "=== $name: rc ${PIPESTATUS[0]}, $((SECONDS - t0)) s"; }
-step preflight 120 $PY -m labkit.preflight
-step gpu_tests 240 $PY -m pytest -q -p no:cacheprovider -rs tests/test_dce.py tests/test_env.py
-step nb04_gpu 240 $PY tools/build_notebooks.py --any-torch 04  # the machine's torch, not the reference one
-cp notebooks/04_*.ipynb "$OUT/"
-step nbval_lax "${NBVAL_LIMIT:-300}" $PY -m pytest -q -p no:cacheprovider --nbval-lax --nbval-current-env notebooks/
+LOG=$OUT/gpu_check.log
+nvidia-smi -L | tee -a "$LOG"
+$PY -c "import torch, triton; print('torch', torch.__version__, '| cuda', torch.cuda.is_available(), '| triton', triton.__version__)" | tee -a "$LOG"
+xdist() { $PY -c "import xdist" 2>/dev/null && echo "-n $1 --dist loadfile"; }
+
+# step NAME LIMIT CMD...: run CMD with a time limit; its output goes to $OUT/NAME.txt, its verdict to the log.
+step() { local name=$1 limit=$2; shift 2; local t0=$SECONDS
+  timeout "$limit" "$@" >"$OUT/$name.txt" 2>&1; local rc=$?
+  echo "=== $name: rc $rc, $((SECONDS - t0)) s" | tee -a "$LOG"; }
+
+step preflight 120 $PY -m labkit.preflight &
+step record 300 $PY tools/record_gpu.py 05 09 --executed "$OUT/executed" &
+step nbval_lax 300 $PY -m pytest -q -p no:cacheprovider --nbval-lax --nbval-current-env $(xdist 8) notebooks/ &
+wait
+cp labkit/gpu_recordings/*.json "$OUT/recordings/" 2>/dev/null
+step gpu_tests 240 $PY -m pytest -q -p no:cacheprovider -rs $(xdist 3) \
+  tests/test_gpu_recordings.py tests/test_dce.py tests/test_env.py
+# One log back: each step's verdict, then the tail of its output.
+for f in "$OUT"/*.txt; do echo "##### $(basename "$f")"; tail -c 6000 "$f"; done >>"$LOG"
+rm -f "$OUT"/*.txt

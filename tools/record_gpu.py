@@ -1,6 +1,7 @@
 """Record what a notebook's GPU cells print on a machine with CUDA and Triton.
 
-    python tools/record_gpu.py 09            # writes docs/gpu-recordings/09_gpu_kernels.json
+    python tools/record_gpu.py 05 09                    # writes labkit/gpu_recordings/<notebook>.json
+    python tools/record_gpu.py 09 --executed /tmp/runs  # also keeps each executed notebook, failed or not
 
 A *GPU cell* is a code cell whose first line is ``# GPU cell: <what it shows>``. The notebook is built from its
 source in tools/notebook_sources/ and executed in a fresh kernel, as nbval would; the text each GPU cell
@@ -13,6 +14,7 @@ exits with status 1 (a CPU run would only record the cells' "skipped" lines).
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import hashlib
 import importlib.util
@@ -20,13 +22,14 @@ import json
 import pathlib
 import sys
 
+import nbformat
 from nbclient import NotebookClient
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 import build_notebooks  # noqa: E402  (a sibling tool, not a package)
 
-RECORDINGS = ROOT / "docs" / "gpu-recordings"
+RECORDINGS = ROOT / "labkit" / "gpu_recordings"    # package data: Colab has them too
 MARKER = "# GPU cell"
 
 
@@ -59,16 +62,25 @@ def environment() -> dict:
             "date": datetime.date.today().isoformat()}
 
 
-def run(source: pathlib.Path, timeout: int = 600) -> list:
-    """Execute the notebook built from source in a fresh kernel; return its GPU cells with outputs."""
+def run(source: pathlib.Path, timeout: int = 600, keep_in: pathlib.Path | None = None) -> list:
+    """Execute the notebook built from source in a fresh kernel; return its GPU cells with outputs.
+
+    With keep_in, the executed notebook is written there too — also when a cell fails, which is
+    when it is most needed: a GPU machine is borrowed for minutes, and its outputs are the evidence.
+    """
     nb = build_notebooks.built_notebook(source)
-    NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                   resources={"metadata": {"path": str(ROOT / "notebooks")}}).execute()
+    try:
+        NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                       resources={"metadata": {"path": str(ROOT / "notebooks")}}).execute()
+    finally:
+        if keep_in is not None:
+            keep_in.mkdir(parents=True, exist_ok=True)
+            nbformat.write(nb, keep_in / f"{source.stem}.ipynb")
     return [cell for cell in nb.cells if is_gpu_cell(cell)]
 
 
-def record(source: pathlib.Path) -> pathlib.Path:
-    cells = run(source)
+def record(source: pathlib.Path, keep_in: pathlib.Path | None = None) -> pathlib.Path:
+    cells = run(source, keep_in=keep_in)
     recording = {**environment(), "notebook": source.stem,
                  "cells": [{"digest": cell_digest(cell.source), "first_line": cell.source.splitlines()[0],
                             "output": printed_text(cell)} for cell in cells]}
@@ -89,10 +101,23 @@ def gpu_ready() -> str | None:
     return None
 
 
-if __name__ == "__main__":
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("notebooks", nargs="*", help="two-digit numbers (05 09); all with GPU cells when none")
+    parser.add_argument("--executed", type=pathlib.Path, help="keep each executed notebook in this folder")
+    args = parser.parse_args(argv)
     if (reason := gpu_ready()) is not None:
         sys.exit(reason)
-    wanted = sys.argv[1:]
+    failed = []
     for source in build_notebooks.all_sources():
-        if gpu_cells(source) and (not wanted or source.stem[:2] in wanted):
-            print("recorded", record(source).relative_to(ROOT))
+        if gpu_cells(source) and (not args.notebooks or source.stem[:2] in args.notebooks):
+            try:
+                print("recorded", record(source, keep_in=args.executed).relative_to(ROOT), flush=True)
+            except Exception as error:  # noqa: BLE001 - one notebook's failure must not hide the others'
+                print(f"not recorded {source.stem}: {type(error).__name__}: {str(error)[-2000:]}", flush=True)
+                failed.append(source.stem)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

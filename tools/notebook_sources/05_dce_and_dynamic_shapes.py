@@ -9,8 +9,8 @@
 #   op, unused, is **kept** under `fullgraph=True`;
 # - torch's own tools for it: `set_logs`/`TORCH_LOGS` and `torch._dynamo.explain`.
 #
-# **Time:** about 30 minutes. **Before:** 00–02. Runs on the CPU. Outputs recorded on torch 2.13.0 (CPU);
-# nothing here was run on a GPU.
+# **Time:** about 30 minutes. **Before:** 00–02. Runs on the CPU, and on the GPU when one is present. Outputs
+# recorded on torch 2.13.0 (CPU); what section 4's GPU cell printed on a GPU is shown beside it, as a recording.
 #
 # **labkit vs plain torch.** `labkit.compile_and_compare` runs a function eagerly and compiled (default
 # `backend="aot_eager"`, `dynamic=False`, `fullgraph=False`, caches bypassed) and counts real kernel calls. Where a
@@ -19,6 +19,8 @@
 
 # %%
 # NBVAL_IGNORE_OUTPUT
+import importlib.util
+
 import torch
 
 import labkit
@@ -26,6 +28,7 @@ import labkit
 labkit.setup()
 dropped = labkit.drop_namespace("nb05")
 device = labkit.env.pick_device()
+GPU = device.type == "cuda" and importlib.util.find_spec("triton") is not None   # Inductor's GPU code needs Triton
 result_unused = labkit.experiments.discards_result   # f(x): op(x); return x + 1 — op's result unused
 
 # %% [markdown]
@@ -361,6 +364,31 @@ assert "mylib.positives.default" in dd[True]["kept"] and "aten._assert_scalar.de
 assert "double" in dd[True]["erased"]                                           # the shape-following op: removed
 assert dd[False]["calls"] == {"positives": 1} and "mylib.positives.default" not in dd[False]["kept"]  # eager
 assert "double" in dd[False]["erased"]
+
+# %% [markdown]
+# The graphs above were AOTAutograd's, on the CPU. On a GPU, with Inductor writing CUDA code, the kernel counts
+# tell the same story under every `dynamic` mode — the question the post below claims a CUDA test answers the
+# other way:
+
+# %%
+# GPU cell: the same unused ops on CUDA, compiled by Inductor, under every dynamic mode
+if not GPU:
+    print("skipped: needs CUDA and Triton (this kernel has neither); what a GPU printed is below.")
+else:
+    x_cuda, y_cuda = x.to("cuda"), torch.zeros(2, device="cuda")
+    on_cuda = {}
+    for fullgraph in (True, False):
+        for dynamic in (False, True, None):
+            torch._dynamo.reset()
+            ran.clear()
+            out = torch.compile(discards_both, fullgraph=fullgraph, dynamic=dynamic)(x_cuda, y_cuda)
+            on_cuda[fullgraph, dynamic] = dict(ran)
+            print(f"fullgraph={fullgraph!s:<5} dynamic={dynamic!s:<5} kernel calls {dict(ran)}")
+    assert out.device.type == "cuda" and out.tolist() == [1.0, 1.0]
+    assert all(kernel_calls == {"positives": 1} for kernel_calls in on_cuda.values())   # double removed everywhere
+
+# %%
+print(labkit.render.gpu_recording("05_dce_and_dynamic_shapes"))
 
 # %% [markdown]
 # So on torch 2.13, for an unused op:
