@@ -20,11 +20,11 @@ step() { local name=$1 limit=$2; shift 2; local t0=$SECONDS
   echo "=== $name: rc $rc, $((SECONDS - t0)) s" | tee -a "$LOG"; }
 
 step preflight 120 $PY -m labkit.preflight &
-step record 300 $PY tools/record_gpu.py 05 09 --executed "$OUT/executed" &
-step nbval_lax 300 $PY -m pytest -q -p no:cacheprovider --nbval-lax --nbval-current-env $(xdist 8) notebooks/ &
+step record 240 $PY tools/record_gpu.py 05 09 --executed "$OUT/executed" &
+step nbval_lax 240 $PY -m pytest -q -p no:cacheprovider --nbval-lax --nbval-current-env $(xdist 8) notebooks/ &
 wait
 cp labkit/gpu_recordings/*.json "$OUT/recordings/" 2>/dev/null
-step gpu_tests 240 $PY -m pytest -q -p no:cacheprovider -rs $(xdist 3) \
+step gpu_tests 180 $PY -m pytest -q -p no:cacheprovider -rs $(xdist 3) \
   tests/test_gpu_recordings.py tests/test_dce.py tests/test_env.py
 # One log back: each step's verdict, then the tail of its output.
 for f in "$OUT"/*.txt; do echo "##### $(basename "$f")"; tail -c 6000 "$f"; done >>"$LOG"
