@@ -121,7 +121,7 @@ print("checked: the op is an opaque call; its body is not in Inductor's code.")
 # %%
 # GPU cell: triton_op vs custom_op in Inductor's code
 if not GPU:
-    print("skipped: needs CUDA and Triton (this kernel has neither); see §7 for recordings.")
+    print("skipped: needs CUDA and Triton (this kernel has neither); §7 shows what a GPU printed.")
 else:
     @triton.jit
     def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
@@ -149,8 +149,8 @@ else:
     a, b = torch.ones(1000, device="cuda"), torch.ones(1000, device="cuda")
     visible = inductor_code(lambda x, y: add_visible(x, y) * 3, a, b)
     opaque = inductor_code(lambda x, y: add_opaque(x, y) * 3, a, b)
-    print("triton_op:", calls(visible, "add_kernel")[:3])
-    print("custom_op:", calls(opaque, "nb09"))
+    print("triton_op:", calls(visible, "async_compile.triton('add_kernel'"), calls(visible, "def add_kernel("))
+    print("custom_op:", calls(opaque, "torch.ops.nb09.add_opaque.default("))
     assert "def add_kernel(" in visible and not calls(visible, "torch.ops.nb09.add_visible")
     assert calls(opaque, "torch.ops.nb09.add_opaque.default(") and "def add_kernel(" not in opaque
     assert torch.equal(torch.compile(lambda x, y: add_visible(x, y) * 3)(a, b), torch.full_like(a, 6.0))
@@ -199,7 +199,7 @@ print("checked: name in the key, kernel body not; the key has a slot for Triton 
 # %%
 # GPU cell: the Triton source in the cache key
 if not GPU:
-    print("skipped: needs CUDA and Triton; the Triton half of the contrast is unverified here.")
+    print("skipped: needs CUDA and Triton (this kernel has neither); §7 shows what a GPU printed.")
 else:
     torch._dynamo.reset()
     with torch._inductor.config.patch(fx_graph_cache=True), \
@@ -208,7 +208,7 @@ else:
         torch.compile(lambda x, y: add_visible(x, y) * 3)(a, b)
     details = next(m for m in messages if m.startswith("FX graph cache hash details"))
     source_lines = [line for line in details.splitlines() if "user_defined_triton_source" in line]
-    print(source_lines[0][:200])
+    print(source_lines[0].split("] ", 1)[1][:120])          # after the "[hash] " prefix
     assert "tl.store(out_ptr + offsets" in source_lines[0]
 
 # %% [markdown]
@@ -251,21 +251,23 @@ print("checked: on a CPU the graph ran without a CUDA graph; one skip counted, n
 # %%
 # GPU cell: CUDA graphs skip an op that mutates an input
 if not GPU:
-    print("skipped: needs CUDA; 'skipping cudagraphs due to mutated inputs' is unverified here.")
+    print("skipped: needs CUDA and Triton (this kernel has neither); §7 shows what a GPU printed.")
 else:
     torch._dynamo.reset()
     with logged(CUDAGRAPHS, logging.WARNING) as skips:
         compiled = torch.compile(step, mode="reduce-overhead")
         x = torch.ones(3, device="cuda")
         compiled(x), compiled(x)
-    print(skips)
+    print([message.splitlines()[0] for message in skips])      # the first line; the rest is a stack trace
     assert any(s.startswith("skipping cudagraphs due to mutated inputs") for s in skips)
     assert x.tolist() == [4.0, 4.0, 4.0]                   # both calls ran, eagerly-correct
 
 # %% [markdown]
 # An op that can never be captured — it synchronises with the host, or allocates data-dependent
-# memory — says so with `tags=(torch.Tag.cudagraph_unsafe,)` (a tuple: torch 2.11 takes no single tag), so that Inductor does not capture it. The tag
-# exists in the torch you run; what Inductor does with it is the GPU cell's to show:
+# memory — says so with `tags=(torch.Tag.cudagraph_unsafe,)` (a tuple: torch 2.11 takes no single tag). On a GPU
+# (the cell after next; §7 shows what an H200 printed), Inductor **partitions** the graph at the tagged op
+# (`torch._inductor.config.graph_partition`, on by default): the code before it and the code after it become two
+# partitions, the op runs between them, and no graph is skipped.
 
 # %%
 @torch.library.custom_op("nb09::host_checked", mutates_args=(), tags=(torch.Tag.cudagraph_unsafe,))
@@ -284,7 +286,7 @@ print(torch.ops.nb09.host_checked.default.tags)
 # %%
 # GPU cell: a cudagraph_unsafe op under reduce-overhead
 if not GPU:
-    print("skipped: needs CUDA; how Inductor keeps a cudagraph_unsafe op out of the graph is unverified here.")
+    print("skipped: needs CUDA and Triton (this kernel has neither); §7 shows what a GPU printed.")
 else:
     def checked_step(x):
         return host_checked(x * 2) + 1
@@ -296,9 +298,12 @@ else:
     with logged(CUDAGRAPHS, logging.WARNING) as skips:
         compiled = torch.compile(checked_step, mode="reduce-overhead")
         results = [compiled(torch.ones(3, device="cuda")).tolist() for _ in range(3)]   # read before the next replay
+    partitions = calls(unsafe_code, "def partition_")
     print("skip messages:", skips, "| cudagraph skips counted:", torch._dynamo.utils.counters["inductor"]["cudagraph_skips"])
-    print("graph partitions in Inductor's code:", len(calls(unsafe_code, "def partition_")),
-          "| the op's call:", calls(unsafe_code, "nb09.host_checked"))
+    print("graph partitions:", partitions, "| the op:", calls(unsafe_code, "torch.ops.nb09.host_checked.default("))
+    assert torch._inductor.config.graph_partition                       # on by default (2.11 to 2.15)
+    assert skips == [] and torch._dynamo.utils.counters["inductor"]["cudagraph_skips"] == 0   # nothing skipped
+    assert len(partitions) == 2                        # x * 2 | host_checked, outside CUDA graphs | + 1
     assert results == [[3.0, 3.0, 3.0]] * 3
 
 # %% [markdown]
