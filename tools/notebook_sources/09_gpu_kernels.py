@@ -14,9 +14,10 @@
 # **Time:** about 20 minutes. **Before:** 02 · `mutates_args`. **Needs:** a CPU is enough for the
 # sections marked *CPU*; the cells marked *GPU* need CUDA and Triton and say so in one line otherwise.
 #
-# **No GPU run of this notebook exists yet.** Every GPU cell below was written against torch's source
-# and has never been executed; until a recording exists (see §7) treat what they assert as
-# *unverified*. The stored outputs are from torch 2.13.0 on a CPU.
+# **Where the GPU outputs come from.** The stored outputs are from torch 2.13.0 on a CPU, where each GPU cell
+# prints one "skipped" line. The GPU cells ran, and passed, on an NVIDIA H200 with torch 2.11.0+cu130 and
+# Triton 3.6.0 on 2026-11-30; §7 shows what they printed there, labelled as a recording. With a GPU, they run
+# here and print their own.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -435,12 +436,11 @@ print("solution checked")
 # %% [markdown]
 # ## 7. GPU recordings
 #
-# A GPU run of this notebook would be recorded by `python tools/record_gpu.py 09` on a machine with
-# CUDA and Triton: it executes the notebook and writes the output of every `# GPU cell` to
-# `labkit/gpu_recordings/09_gpu_kernels.json`, with the device, torch and Triton versions and the date.
-# `tests/test_gpu_recordings.py` checks that a recording still matches the cells it was made from,
-# and, on a GPU, that a fresh run still passes. A recording is shown below labelled with where it
-# was made — it is never this kernel's output.
+# `python tools/record_gpu.py 09`, on a machine with CUDA and Triton, executes this notebook and keeps what every
+# `# GPU cell` printed, with the device, the torch and Triton versions and the date
+# (`labkit/gpu_recordings/09_gpu_kernels.json`). `tests/test_gpu_recordings.py` fails anywhere once a GPU cell
+# changes without a new recording, and, on a GPU, when a fresh run prints something else. Below is that recording —
+# never this kernel's output:
 
 # %%
 import labkit   # only to show the recording, which travels with labkit (Colab has it too)
