@@ -30,9 +30,9 @@ labkit.setup()     # the widget in section 7 compiles with Inductor
 print("torch", torch.__version__)
 
 # %% [markdown]
-# Three helpers used throughout: one counts kernel calls, one returns the error a call raises (as text), and
-# `labkit.torch_logs` captures torch's log (`torch._logging.set_logs`, the Python form of `TORCH_LOGS`) so a cell
-# can check it.
+# Three helpers used throughout: one counts the kernel calls of this notebook's own plain-torch ops, one returns
+# the error a call raises (as text), and `labkit.torch_logs` captures torch's log (`torch._logging.set_logs`, the
+# Python form of `TORCH_LOGS`) so a cell can check it.
 
 # %%
 import re
@@ -58,18 +58,12 @@ torch_logs = labkit.torch_logs   # torch._logging.set_logs(**settings), its stde
 #
 # Notebook 05's op keeps the positive entries of a tensor. How many there are is known only when the kernel runs,
 # so its fake kernel cannot compute the output size from the input sizes; it asks torch for a new symbolic size
-# with `torch.library.get_ctx().new_dynamic_size()`:
+# with `torch.library.get_ctx().new_dynamic_size()`. labkit declares the same op (`returns="data-dependent"`, a
+# kernel that counts its calls in `positives.calls`); `torch_source()` prints it in plain torch, as you would write it:
 
 # %%
-@torch.library.custom_op("nb07::positives", mutates_args=())
-def positives(x: torch.Tensor) -> torch.Tensor:
-    count("positives")
-    return x[x > 0].clone()
-
-@positives.register_fake
-def _(x):
-    size = torch.library.get_ctx().new_dynamic_size()     # how many are positive: unknown until it runs
-    return x.new_empty(size)
+positives = labkit.declare(name="nb07::positives", returns="data-dependent")
+print(positives.torch_source())
 
 def sums_positives(x):
     return positives(x).sum() + x.sum()
@@ -86,8 +80,9 @@ def dynamo_graphs(fn, *args, **compile_options):
         return gm.forward
     torch._dynamo.reset()
     ran.clear()
+    positives.calls = 0
     torch.compile(fn, backend=recording, **compile_options)(*args)
-    return graphs, dict(ran)
+    return graphs, {**ran, **({"positives": positives.calls} if positives.calls else {})}
 
 x = torch.tensor([1.0, -2.0, 3.0, -4.0])
 graphs, calls = dynamo_graphs(sums_positives, x, fullgraph=True)
@@ -192,10 +187,10 @@ def discards(x):
     return x + 1
 
 torch._dynamo.reset()
-ran.clear()
+positives.calls = 0
 torch.compile(discards, backend="aot_eager", fullgraph=True)(x)
-print("unused, fullgraph=True, kernel calls:", ran)
-assert ran == {"positives": 1}
+print("unused, fullgraph=True, kernel calls:", positives.calls)
+assert positives.calls == 1
 
 # %% [markdown]
 # The size itself follows the same rule. Python code that *branches* on it asks torch for a value it does not
