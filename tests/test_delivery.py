@@ -9,8 +9,10 @@ import json
 import pathlib
 import re
 import shlex
+import shutil
 import subprocess
 import sys
+import zipfile
 
 import pytest
 
@@ -93,6 +95,22 @@ def test_colab_install_installs_labkit_and_nothing_else(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     installs = [item["metadata"]["name"] for item in json.loads(report.read_text())["install"]]
     assert installs == ["labkit"]
+
+
+def test_gpu_recordings_travel_inside_the_labkit_wheel(tmp_path):
+    """Colab installs labkit from git, without the repository around it: the GPU recordings a
+    notebook shows must be inside the package."""
+    source = tmp_path / "src"           # a clean copy: no build/ left over from an earlier build
+    shutil.copytree(ROOT / "labkit", source / "labkit", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                           "--disable-pip-version-check", "-w", str(tmp_path), str(source)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    names = set(zipfile.ZipFile(next(tmp_path.glob("labkit-*.whl"))).namelist())
+    recordings = {f"labkit/gpu_recordings/{p.name}" for p in (ROOT / "labkit" / "gpu_recordings").glob("*.json")}
+    assert recordings and recordings <= names
 
 
 @pytest.mark.parametrize("path", [p for p in NOTEBOOKS if _widget_outputs(p)], ids=lambda p: p.stem)

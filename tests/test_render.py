@@ -57,3 +57,16 @@ def test_an_op_run_eagerly_at_a_graph_break_is_not_called_removed():
     assert "graph break" in line and "REMOVED" not in line
     _, pure_report = dce_experiment("pure, result unused", False, (4,), namespace="t")
     assert "REMOVED" in render.fate_line(pure_report, f"t::pure__result_unused")
+
+
+def test_a_gpu_recording_is_shown_labelled_as_one():
+    """A CPU reader sees what a GPU printed only under a label that names where and when."""
+    shown = render.gpu_recording("09_gpu_kernels")
+    first = shown.splitlines()[0]
+    assert first.startswith("Recorded on ") and "torch " in first and "not this kernel's output" in first
+    assert "--- triton_op vs custom_op in Inductor's code" in shown
+
+
+def test_a_missing_gpu_recording_says_so_in_one_sentence():
+    assert render.gpu_recording("99_nothing") == \
+        "No GPU recording of notebook 99_nothing exists yet: its GPU cells are unverified."
