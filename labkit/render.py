@@ -270,9 +270,11 @@ def gpu_recording(notebook: str) -> str:
     ``notebook`` is the notebook's file stem (``"09_gpu_kernels"``). A CPU reader sees the GPU
     half of a lesson this way; the label keeps it from passing for this kernel's output.
     """
+    recorded = sorted(p.stem for p in GPU_RECORDINGS.glob("*.json"))
+    if notebook not in recorded:      # also keeps a path like "../x" from being read
+        return (f"No GPU recording of notebook {notebook} exists yet: its GPU cells are unverified "
+                f"(recorded: {', '.join(recorded) or 'none'}).")
     path = GPU_RECORDINGS / f"{notebook}.json"
-    if not path.is_file():
-        return f"No GPU recording of notebook {notebook} exists yet: its GPU cells are unverified."
     rec = json.loads(path.read_text())
     lines = [f"Recorded on {rec['device']}, torch {rec['torch']}, Triton {rec['triton']}, {rec['date']} "
              "(a recording, not this kernel's output):"]

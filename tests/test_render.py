@@ -1,3 +1,4 @@
+import pytest
 import torch
 
 import labkit
@@ -67,6 +68,8 @@ def test_a_gpu_recording_is_shown_labelled_as_one():
     assert "--- triton_op vs custom_op in Inductor's code" in shown
 
 
-def test_a_missing_gpu_recording_says_so_in_one_sentence():
-    assert render.gpu_recording("99_nothing") == \
-        "No GPU recording of notebook 99_nothing exists yet: its GPU cells are unverified."
+@pytest.mark.parametrize("name", ["99_nothing", "../../pyproject", 9, None, "09_gpu_kernels.json"])
+def test_a_missing_gpu_recording_says_so_in_one_sentence(name):
+    shown = render.gpu_recording(name)
+    assert shown.startswith(f"No GPU recording of notebook {name} exists yet") and "09_gpu_kernels" in shown
+    assert len(shown.splitlines()) == 1
