@@ -267,17 +267,21 @@ GPU_RECORDINGS = pathlib.Path(__file__).with_name("gpu_recordings")
 def gpu_recording(notebook: str) -> str:
     """What a notebook's GPU cells printed on a GPU machine, labelled as a recording.
 
-    ``notebook`` is the notebook's file stem (``"09_gpu_kernels"``). A CPU reader sees the GPU
-    half of a lesson this way; the label keeps it from passing for this kernel's output.
+    ``notebook`` is the notebook's file stem (``"09_gpu_kernels"``) or its number (``"09"``). A CPU
+    reader sees the GPU half of a lesson this way; the label keeps it from passing for this
+    kernel's output. Always returns text: a missing or unreadable recording is one sentence.
     """
     recorded = sorted(p.stem for p in GPU_RECORDINGS.glob("*.json"))
-    if notebook not in recorded:      # also keeps a path like "../x" from being read
-        return (f"No GPU recording of notebook {notebook} exists yet: its GPU cells are unverified "
+    stem = next((r for r in recorded if isinstance(notebook, str) and notebook in (r, r[:2])), None)  # no paths
+    if stem is None:
+        return (f"No GPU recording of notebook {notebook!r} exists yet: its GPU cells are unverified "
                 f"(recorded: {', '.join(recorded) or 'none'}).")
-    path = GPU_RECORDINGS / f"{notebook}.json"
-    rec = json.loads(path.read_text())
-    lines = [f"Recorded on {rec['device']}, torch {rec['torch']}, Triton {rec['triton']}, {rec['date']} "
-             "(a recording, not this kernel's output):"]
-    for cell in rec["cells"]:
-        lines += [f"--- {cell['first_line'].removeprefix('# GPU cell: ')}", cell["output"].rstrip()]
+    try:
+        rec = json.loads((GPU_RECORDINGS / f"{stem}.json").read_text())
+        lines = [f"Recorded on {rec['device']}, torch {rec['torch']}, Triton {rec['triton']}, {rec['date']} "
+                 "(a recording, not this kernel's output):"]
+        for cell in rec["cells"]:
+            lines += [f"--- {cell['first_line'].removeprefix('# GPU cell: ')}", cell["output"].rstrip()]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        return f"The GPU recording of {stem} cannot be read ({type(error).__name__}): reinstall labkit or re-record it."
     return "\n".join(lines)

@@ -68,8 +68,19 @@ def test_a_gpu_recording_is_shown_labelled_as_one():
     assert "--- triton_op vs custom_op in Inductor's code" in shown
 
 
-@pytest.mark.parametrize("name", ["99_nothing", "../../pyproject", 9, None, "09_gpu_kernels.json"])
+@pytest.mark.parametrize("name", ["99_nothing", "../../pyproject", 9, None, "09_gpu_kernels.json", "a\nb"])
 def test_a_missing_gpu_recording_says_so_in_one_sentence(name):
     shown = render.gpu_recording(name)
-    assert shown.startswith(f"No GPU recording of notebook {name} exists yet") and "09_gpu_kernels" in shown
+    assert shown.startswith(f"No GPU recording of notebook {name!r} exists yet") and "09_gpu_kernels" in shown
     assert len(shown.splitlines()) == 1
+
+
+def test_a_recording_is_found_by_its_number_too():
+    assert render.gpu_recording("09") == render.gpu_recording("09_gpu_kernels")
+
+
+def test_an_unreadable_recording_is_one_sentence(tmp_path, monkeypatch):
+    (tmp_path / "42_broken.json").write_text('{"device": "X"')
+    monkeypatch.setattr(render, "GPU_RECORDINGS", tmp_path)
+    assert render.gpu_recording("42") == \
+        "The GPU recording of 42_broken cannot be read (JSONDecodeError): reinstall labkit or re-record it."

@@ -2,10 +2,14 @@
 # The lab's GPU checks, for a machine with a CUDA GPU, Triton and its own torch (not the lab's pins):
 #   bash tools/gpu_check.sh            # logs, executed notebooks and new recordings go to ${OUT:-/tmp/gpu_check}
 #   RECORD="09" NBVAL="notebooks/0[0-4]*.ipynb" GPU_TESTS="tests/test_gpu_recordings.py -k 09" bash tools/gpu_check.sh
-# In parallel: the pre-flight check; the GPU cells of notebooks 05 and 09 recorded
-# (tools/record_gpu.py, which keeps each executed notebook, failed or not); every notebook under
-# nbval-lax. Then the tests that have CUDA paths, the recordings' fresh-run test included.
-# Needs nbclient, ipykernel, ipywidgets, jupytext, nbval (pytest-xdist if present) beside torch.
+# In parallel, each step with a time limit:
+#   preflight  python -m labkit.preflight
+#   gpu_tests  the tests with CUDA paths, among them the committed recordings against a fresh run
+#   record     new recordings of the GPU cells of 05 and 09, into $OUT/recordings (never over the committed
+#              ones: compare, then copy them into labkit/gpu_recordings/ yourself), each executed notebook kept
+#   nbval_lax  every notebook under nbval-lax, each cell named in the output
+# Exits 1 if any step failed or ran out of time. Needs nbclient, ipykernel, ipywidgets, jupytext, nbval
+# beside torch (pytest-xdist used if present).
 set -u
 OUT=${OUT:-/tmp/gpu_check}; mkdir -p "$OUT/executed" "$OUT/recordings"
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" TORCHINDUCTOR_COMPILE_THREADS=2
@@ -21,15 +25,16 @@ step() { local name=$1 limit=$2; shift 2; local t0=$SECONDS
   echo "=== $name: rc $rc, $((SECONDS - t0)) s" | tee -a "$LOG"; }
 
 step preflight 120 $PY -m labkit.preflight &
-step record "${RECORD_LIMIT:-240}" $PY tools/record_gpu.py ${RECORD:-05 09} --executed "$OUT/executed" &
-# -v: each cell's verdict, named, so that a run cut by its limit still says which notebooks passed
-step nbval_lax "${NBVAL_LIMIT:-240}" $PY -m pytest -v -p no:cacheprovider --nbval-lax --nbval-current-env $(xdist 8) \
+step gpu_tests "${TESTS_LIMIT:-240}" $PY -m pytest -q -p no:cacheprovider -rs $(xdist 3) \
+  ${GPU_TESTS:-tests/test_gpu_recordings.py tests/test_dce.py tests/test_env.py} &
+step record "${RECORD_LIMIT:-240}" $PY tools/record_gpu.py ${RECORD:-05 09} --into "$OUT/recordings" \
+  --executed "$OUT/executed" &
+step nbval_lax "${NBVAL_LIMIT:-300}" $PY -m pytest -v -p no:cacheprovider --nbval-lax --nbval-current-env $(xdist 8) \
   ${NBVAL:-notebooks/} &
 wait
-cp labkit/gpu_recordings/*.json "$OUT/recordings/" 2>/dev/null
-step gpu_tests "${TESTS_LIMIT:-180}" $PY -m pytest -q -p no:cacheprovider -rs $(xdist 3) \
-  ${GPU_TESTS:-tests/test_gpu_recordings.py tests/test_dce.py tests/test_env.py}
-# One log back: each step's verdict, then the tail of its output; nbval's whole output beside it.
+# One log back: each step's verdict, then the tail of its output; nbval's cell verdicts beside it.
 grep -E "PASSED|FAILED|ERROR|passed|failed" "$OUT/nbval_lax.txt" >"$OUT/nbval_cells.log"
 for f in "$OUT"/*.txt; do echo "##### $(basename "$f")"; tail -c 6000 "$f"; done >>"$LOG"
 rm -f "$OUT"/*.txt
+if grep -q "^=== .*: rc [1-9]" "$LOG"; then echo "gpu_check: a step failed (see $LOG)"; exit 1; fi
+echo "gpu_check: every step passed"

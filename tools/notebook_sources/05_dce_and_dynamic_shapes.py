@@ -367,9 +367,9 @@ assert "double" in dd[False]["erased"]
 
 # %% [markdown]
 # The graphs above were AOTAutograd's, on the CPU. Does any of it change on a GPU, where Inductor writes Triton
-# code, or under dynamic shapes? The cell below counts real kernel calls for both ops on CUDA, under both
-# `fullgraph` settings and every `dynamic` mode. Without a GPU it prints one line, and the cell after it shows what
-# it printed on one (a recording, labelled as such):
+# code? The cell below counts real kernel calls for both ops on CUDA, one call under each `fullgraph` setting and
+# each `dynamic` setting. Without a GPU it prints one line, and the cell after it shows what it printed on one (a
+# recording, labelled as such):
 
 # %%
 # GPU cell: the same unused ops on CUDA, compiled by Inductor, under every dynamic mode
@@ -402,8 +402,9 @@ print(labkit.render.gpu_recording("05_dce_and_dynamic_shapes"))
 # Dead-code elimination *does* depend on shapes — through the unbacked size, not through `dynamic=`: section 3's
 # shape-following op was removed under every `dynamic` mode, on three shapes (its last assert). A widely shared
 # post cites a disabled CI test, `test_custom_op_dce_dynamic_shapes_cuda`, as evidence of the opposite; we found no
-# such test in PyTorch's sources or issues, and on an H200 (the recording above: torch 2.11, Inductor on CUDA) the
-# kernel counts were the same under every `dynamic` mode.
+# such test in PyTorch's sources or issues. On an H200 (the recording above: torch 2.11, Inductor on CUDA), one call
+# per setting gave the same kernel counts under `dynamic=False`, `True` and `None` (a first call, so `None` compiled
+# statically; section 3 showed its symbolic recompile on the CPU).
 
 # %% [markdown]
 # ## 5. The dynamic-mode widget

@@ -13,10 +13,11 @@
 #   `opcheck` does not check.
 #
 # **Time:** about 30 minutes. **Before:** 05 (sections 3 and 4). Runs on the CPU. Outputs recorded on torch 2.13.0
-# (CPU); nothing here was run on a GPU.
+# (CPU).
 #
-# Everything here is plain torch: `@torch.library.custom_op`, `torch.compile`, and backends of a few lines that
-# record what Dynamo and AOTAutograd hand to the compiler.
+# The ops are plain torch — `@torch.library.custom_op` — except section 1's, which labkit declares and prints in
+# plain torch; the rest is `torch.compile` and backends of a few lines that record what Dynamo and AOTAutograd hand
+# to the compiler.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
