@@ -97,7 +97,9 @@ def each_alone(targets: list[str], extra: list[str]) -> int:
     """Run every notebook in its own pytest over its own empty caches; print wall time against its target."""
     worst = 0
     print(f"{'notebook':<34} {'wall s':>7} {'target s':>8}  pytest")
-    for target in targets if targets != ["notebooks/"] else select([p.name[:2] for p in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))]):
+    if targets == ["notebooks/"]:                               # every notebook, one by one
+        targets = select([p.name[:2] for p in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))])
+    for target in targets:
         root = tempfile.mkdtemp(prefix="nbval-cold-")
         try:
             wall, status, output = run([target], cold_env(root), extra, Path(root) / "report.xml")
@@ -123,6 +125,8 @@ def main() -> int:
 
     targets = select(args.notebooks)
     if args.each:
+        if args.warm or args.log:
+            parser.error("--each always runs cold and prints its own table: leave out --warm and --log")
         return each_alone(targets, extra)
     root = tempfile.mkdtemp(prefix="nbval-cold-")
     report = Path(root) / "report.xml"
