@@ -32,3 +32,16 @@ def _clean():
                 labkit.drop(name)
             else:  # a raw custom_op the test itself defined
                 internals.destroy_custom_op(name)
+
+
+# The files that take minutes in one test start first: under ./lab test's two workers (pytest-xdist,
+# --dist loadfile --no-loadscope-reorder) each runs beside the rest instead of alone at the end.
+LONGEST_FIRST = ("tests/test_robustness.py", "tests/test_browser.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    def rank(item):
+        path = item.nodeid.split("::")[0]
+        return LONGEST_FIRST.index(path) if path in LONGEST_FIRST else len(LONGEST_FIRST)
+
+    items.sort(key=rank)  # stable: every other test keeps its place, a notebook's cells their order

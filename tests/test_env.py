@@ -110,8 +110,14 @@ def test_preflight_reports_a_crashing_kernel_in_one_sentence():
     assert problem is not None and "crashed (SIGSEGV)" in problem and problem.count(". ") == 0
 
 
-def test_preflight_runs_a_notebooks_first_cells_in_a_fresh_kernel():
-    assert preflight.first_cells_in_child() is None
+def test_preflight_passes_here_and_runs_a_notebooks_first_cells_in_a_fresh_kernel(capsys, monkeypatch):
+    """One preflight run (its fresh-kernel child takes seconds) for both checks. The child checks, as a
+    learner's first kernel does, which vector instructions the compiler builds (./lab test skips that)."""
+    monkeypatch.delenv("TORCHINDUCTOR_VEC_ISA_OK", raising=False)
+    assert preflight.run()
+    out = capsys.readouterr().out
+    assert "ready" in out
+    assert "✔ a fresh kernel runs labkit.setup() and its first Inductor compile" in out  # first_cells_in_child() is None
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")

@@ -50,10 +50,3 @@ def test_the_lab_script_installs_the_reference_torch_from_pyproject():
 def test_ci_runs_exactly_the_readme_test_command():
     assert "exec ./lab test" in (ROOT / ".ci" / "run").read_text()
     assert "./lab test" in (ROOT / "README.md").read_text()
-
-
-def test_preflight_passes_here(capsys):
-    from labkit import preflight
-
-    assert preflight.run()
-    assert "ready" in capsys.readouterr().out
