@@ -2,7 +2,7 @@
 
     python benchmarks/widgets.py
 
-For every state of the declaration and dynamic-mode widgets (after one warm-up compile):
+For every state of the declaration and dynamic-mode widgets (after one warm-up compile; each distinct state once):
   new state  = time of ``widget.set(...)`` for a state it has not shown;
   bare       = ``torch.compiler.reset()`` + ``torch.compile(fn, backend, dynamic)`` + the same calls,
                in the same process, with torch's default caches;
@@ -28,19 +28,20 @@ import labkit
 from labkit import _torch_internals as internals, experiments as e, widgets as w
 
 
-def bare(fn, calls, backend, dynamic, caches: bool = True) -> float:
+def bare(fn, calls, backend, dynamic, caches: bool = True, fullgraph: bool = False) -> float:
     torch.compiler.reset()
     start = time.perf_counter()
-    compiled = torch.compile(fn, backend=backend, dynamic=dynamic)
+    compiled = torch.compile(fn, backend=backend, dynamic=dynamic, fullgraph=fullgraph)
     with contextlib.nullcontext() if caches else internals.graph_caches_off():
         for args in calls:
             compiled(*(a.clone() for a in args))
     return time.perf_counter() - start
 
 
-def both(fn, calls, backend, dynamic) -> tuple[float, float]:
+def both(fn, calls, backend, dynamic, fullgraph: bool = False) -> tuple[float, float]:
     """(bare with torch's caches, bare with the graph caches bypassed)."""
-    return bare(fn, calls, backend, dynamic), bare(fn, calls, backend, dynamic, caches=False)
+    return (bare(fn, calls, backend, dynamic, fullgraph=fullgraph),
+            bare(fn, calls, backend, dynamic, caches=False, fullgraph=fullgraph))
 
 
 def timed(action) -> float:
@@ -65,13 +66,18 @@ def declaration_states():
 
 
 def dynamic_states():
+    """Every state of every control (output size and fullgraph included), each distinct state once."""
     lab = w.DynamicLab(namespace="bench_c")
-    rows = []
-    for dynamic, declaration, shapes in itertools.product(e.DYNAMIC_CHOICES, e.DCE_DECLARATIONS, e.SHAPE_SEQUENCES):
-        new = timed(lambda: lab.set(dynamic=dynamic, declaration=declaration, shapes=shapes))
+    rows, seen = [], {lab.state}       # the state it opened with is computed already
+    for values in lab.every_state():
+        new = timed(lambda: lab.set(**values))
+        if lab.state in seen:       # the output size only matters for one declaration: a state seen already
+            continue
+        seen.add(lab.state)
         op = lab.result()[0]
-        calls = [(torch.ones(n),) for n in e.SHAPE_SEQUENCES[shapes]]
-        rows.append((new, both(e.discards_result(op), calls, "inductor", e.DYNAMIC_CHOICES[dynamic])))
+        calls = [(torch.ones(n, device=values["device"]),) for n in e.SHAPE_SEQUENCES[values["shapes"]]]
+        rows.append((new, both(e.discards_result(op), calls, "inductor", e.DYNAMIC_CHOICES[values["dynamic"]],
+                               e.FULLGRAPH_CHOICES[values["fullgraph"]])))
     back = timed(lambda: lab.set(dynamic="None", declaration="pure, result unused", shapes="4 → 6 → 8"))
     return "DynamicLab", rows, back
 
