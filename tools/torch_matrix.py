@@ -241,8 +241,9 @@ def current_commit() -> str:
     try:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                                 text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
-                               capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+                                ":(exclude)docs/torch-versions.*"],          # this tool's own output
+                               cwd=ROOT, capture_output=True, text=True).stdout.strip()
         return commit + ("+changes" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
