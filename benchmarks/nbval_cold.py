@@ -78,6 +78,12 @@ def run(targets: list[str], env: dict[str, str] | None, extra: list[str], report
     return time.perf_counter() - start, done.returncode, done.stdout + done.stderr
 
 
+def summary_line(output: str) -> str:
+    """pytest's last "N passed / failed" line."""
+    return next((line.strip() for line in reversed(output.splitlines())
+                 if re.search(r"\d+ (passed|failed|error)", line)), "(no pytest summary line)")
+
+
 def per_notebook(report: Path) -> dict[str, tuple[int, float]]:
     """Notebook -> (cells, seconds), from pytest's JUnit XML report (classname "notebooks.NN_name.ipynb")."""
     cells: dict[str, int] = defaultdict(int)
@@ -107,8 +113,7 @@ def each_alone(targets: list[str], extra: list[str]) -> int:
             shutil.rmtree(root, ignore_errors=True)
         name = Path(target).stem
         limit = EACH_TARGET_S.get(name[:2], 45)
-        summary = next((line.strip() for line in reversed(output.splitlines())
-                        if re.search(r"\d+ (passed|failed|error)", line)), "(no pytest summary line)")
+        summary = summary_line(output)
         print(f"{name:<34} {wall:>7.1f} {limit:>8}  {summary}{'   !! over' if wall > limit else ''}", flush=True)
         worst = max(worst, status)
     return worst
@@ -139,8 +144,7 @@ def main() -> int:
     if args.log:
         Path(args.log).write_text(output)
 
-    summary = next((line.strip() for line in reversed(output.splitlines())
-                    if re.search(r"\d+ (passed|failed|error)", line)), "(no pytest summary line)")
+    summary = summary_line(output)
     if status:
         print(output[-6000:])
     print(f"\n{'caches':<10} {'notebooks':<40} {'wall s':>7} {'target s':>8}  pytest")

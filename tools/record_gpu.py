@@ -34,7 +34,10 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 import build_notebooks  # noqa: E402  (a sibling tool, not a package)
 
-RECORDINGS = ROOT / "labkit" / "gpu_recordings"    # package data: Colab has them too
+sys.path.insert(0, str(ROOT))
+from labkit.render import GPU_RECORDINGS  # noqa: E402  (where labkit reads them from)
+
+RECORDINGS = GPU_RECORDINGS          # inside labkit, as package data: Colab has them too
 MARKER = "# GPU cell"
 ENV_MARK = "@@gpu-recording-environment@@"
 # Appended to the notebook before it runs: the kernel itself says what it ran on.
