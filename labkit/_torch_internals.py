@@ -188,7 +188,24 @@ def destroy_custom_op(qualname: str) -> bool:
     if lib is None:
         return False
     lib._destroy()
+    keep_destroyed(lib)
     return True
+
+
+# A ``torch.library.Library`` carries a weakref finalizer that, when the object is garbage collected,
+# deletes ``torch.ops.<ns>.<name>`` for every name it defined: again after ``_destroy()`` already did,
+# and even when a newer registration owns the name by then. So, some time after a redefinition (when
+# the cyclic collector frees the old handle), ``torch.ops.ns.name.default`` silently becomes a new
+# object, and an identity check on the live op (``node.target is torch.ops.ns.name.default``, or
+# :func:`is_dangling`) fails at random. labkit keeps each registration it destroyed or replaced alive
+# for the rest of the session: a few hundred bytes each, and the finalizer then never runs early.
+_DESTROYED_REGISTRATIONS: list = []
+
+
+def keep_destroyed(registration) -> None:
+    """Hold a destroyed or replaced registration (a token from :func:`registration_of`) for good."""
+    if registration is not None and not any(kept is registration for kept in _DESTROYED_REGISTRATIONS):
+        _DESTROYED_REGISTRATIONS.append(registration)
 
 
 def registration_of(opdef) -> object:

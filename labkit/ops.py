@@ -149,6 +149,7 @@ def owns(qualname: str) -> bool:
     token = _OWNED.get(qualname)
     if token is not None and internals.current_registration(qualname) is not token:
         del _OWNED[qualname]  # someone replaced or destroyed it: no longer labkit's
+        internals.keep_destroyed(token)
         token = None
     return token is not None
 
@@ -195,7 +196,7 @@ def custom_op(qualname: str, kernel, mutates_args, tags=None):
 
 def _forget(qualname: str) -> None:
     """Retire the handle labkit holds for ``qualname`` and forget that it owned it."""
-    _OWNED.pop(qualname, None)
+    internals.keep_destroyed(_OWNED.pop(qualname, None))  # see internals.keep_destroyed: why
     old = _LIVE.pop(qualname, None)
     if old is not None:
         old._retired = True
