@@ -266,8 +266,19 @@ def is_dangling(op) -> bool:
     if isinstance(op, torch._ops.OpOverload):
         namespace, name = op._schema.name.split("::")
         packet = _lookup_packet(namespace, name)
-        return packet is None or getattr(packet, op._overloadname, None) is not op
+        handed_out = packet is not None and getattr(packet, op._overloadname, None) is op
+        return not (handed_out or _is_live_custom_op_overload(op))
     return False
+
+
+def _is_live_custom_op_overload(overload) -> bool:
+    """Whether ``overload`` is the one a live ``custom_op`` registration made (see keep_destroyed: after
+    torch's finalizer of an older registration ran, ``torch.ops`` hands out a new, equivalent object)."""
+    from torch._library.custom_ops import OPDEF_TO_LIB, OPDEFS
+
+    opdef = OPDEFS.get(overload._schema.name)
+    return (opdef is not None and opdef._opoverload is overload
+            and OPDEF_TO_LIB.get(overload._schema.name) is opdef._lib)
 
 
 def _lookup_packet(namespace: str, name: str):

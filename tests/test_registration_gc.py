@@ -49,3 +49,12 @@ def test_torch_still_clears_a_redefined_ops_cache_when_the_old_registration_is_c
     _collect_old(old)
     assert torch.ops.t.gc_plain.default is not internals.overload_of(new)
     assert str(torch.ops.t.gc_plain.default) == str(internals.overload_of(new))   # same op, new object
+
+
+def test_a_live_plain_custom_op_is_not_called_stale_after_torch_clears_its_cache():
+    schema = "(Tensor x) -> Tensor"
+    old = [torch.library.custom_op("t::gc_live", lambda x: x.clone(), mutates_args=(), schema=schema)]
+    new = torch.library.custom_op("t::gc_live", lambda x: x.clone(), mutates_args=(), schema=schema)
+    _collect_old(old)
+    assert labkit.ops.live_overload(new) is internals.overload_of(new)
+    assert not internals.is_dangling(internals.overload_of(new))
