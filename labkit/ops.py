@@ -106,6 +106,9 @@ class OpSpec:
             raise LabOpError(f"args must be Python identifiers, got {self.args!r:.80}.")
         if len(set(self.args)) != len(self.args):
             raise LabOpError(f"args must be distinct names, got {self.args!r:.80}.")
+        if "torch" in self.args:
+            raise LabOpError("An argument called 'torch' would hide the torch module in the op's plain-torch "
+                             "source (op.torch_source()): give it another name, e.g. args=('x',).")
         for field in ("writes",) + (() if self.mutates_args == "unknown" else ("mutates_args",)):
             unknown = set(getattr(self, field)) - set(self.args)
             if unknown:
@@ -475,6 +478,9 @@ def torch_source(spec: OpSpec, name: str | None = None) -> str:
     if problem:
         raise LabOpError(problem)
     fn = qualname.split("::")[1]
+    if fn == "torch":
+        raise LabOpError(f"An op called {fn!r} would hide the torch module in its plain-torch source: "
+                         f"pass another name, e.g. torch_source(name='{qualname.split('::')[0]}::my_op').")
     options = [f"mutates_args={spec.mutates_args!r}"]
     if spec.tags:
         options.append("tags=(" + "".join(f"torch.Tag.{t}, " for t in spec.tags).rstrip() + ")")
@@ -490,7 +496,9 @@ def torch_source(spec: OpSpec, name: str | None = None) -> str:
     if _needs_fake(spec):
         fake_return = {"fresh": f"torch.empty_like({first})", "none": "None", "input": first,
                        "data-dependent": f"{first}.new_empty(torch.library.get_ctx().new_dynamic_size())"}[spec.returns]
-        lines += ["", "", f"@{fn}.register_fake", f"def _({', '.join(spec.args)}):", f"    return {fake_return}"]
+        fake_name = "_fake" if fn == "_" else "_"  # torch's docs spell it "_"; an op called "_" must stay the op
+        lines += ["", "", f"@{fn}.register_fake", f"def {fake_name}({', '.join(spec.args)}):",
+                  f"    return {fake_return}"]
     if spec.effect == "side_effect":
         lines += ["", "", f"torch.fx.node.has_side_effect(torch.ops.{qualname.replace('::', '.')}.default)"]
     elif spec.effect == "ordered":

@@ -25,13 +25,16 @@ assert report.ok and report.verdict.agree, report
 
 
 def first_cells_in_child(code: str = FIRST_CELLS, timeout: float = 600) -> str | None:
-    """Run ``code`` in a fresh Python over an empty Inductor cache; None, or one sentence on what failed."""
-    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=tempfile.mkdtemp(prefix="labkit-preflight-"))
-    try:
-        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                              timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return f"a fresh kernel's first cells (labkit.setup(), then a compile) took over {timeout:.0f} s."
+    """Run ``code`` in a fresh Python over an empty Inductor cache; None, or one sentence on what failed.
+    The child's cache and temporary files (Inductor's precompiled headers too) go in one folder, removed
+    afterwards whatever happened: a learner's disk keeps nothing of the check."""
+    with tempfile.TemporaryDirectory(prefix="labkit-preflight-", ignore_cleanup_errors=True) as cache_dir:
+        env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache_dir, TMPDIR=cache_dir)
+        try:
+            done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                                  timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return f"a fresh kernel's first cells (labkit.setup(), then a compile) took over {timeout:.0f} s."
     if done.returncode < 0:
         name = signal.Signals(-done.returncode).name
         return (f"a fresh kernel crashed ({name}) running labkit.setup() then a compile: notebooks would die "
@@ -64,7 +67,7 @@ def run() -> bool:
 
         major_minor = tuple(int(p) for p in ipywidgets.__version__.split(".")[:2])
         line((7, 7) <= major_minor < (9, 0), f"ipywidgets {ipywidgets.__version__} (the lab needs >=7.7,<9)")
-        labkit.widgets.DeclarationLab(namespace="preflight")  # builds the controls, compiles one state
+        labkit.widgets.DeclarationLab(namespace="preflight").close()  # builds the controls, compiles one state
         line(True, "widgets build and compute (that they *render* is seen in the notebook: a dropdown appears)")
     except Exception as error:  # noqa: BLE001
         line(False, f"widgets: {type(error).__name__}: {error}")

@@ -11,6 +11,8 @@ import json
 import pathlib
 import re
 
+import torch
+
 from .stages import StageReport, split_qualname
 
 STAGES = (("dynamo", "Dynamo graph"), ("aot", "AOTAutograd graph"), ("inductor", "Inductor code"),
@@ -52,12 +54,23 @@ def fate_line(report: StageReport, op_name: str) -> str:
             f"Inductor {marks[fate['inductor']]} · kernel ran: {ran}")
 
 
+def _require_report(report, caller: str) -> None:
+    """TypeError with one sentence unless ``report`` is what ``compile_and_compare`` returns."""
+    if not isinstance(report, StageReport):
+        what = "a nested tensor" if isinstance(report, torch.Tensor) and report.is_nested else type(report).__name__
+        raise TypeError(f"labkit.{caller} takes the report that labkit.compile_and_compare(fn, *inputs) returns, "
+                        f"not {what}: report = labkit.compile_and_compare(fn, x), then labkit.{caller}(report).")
+
+
 def _ops_to_show(report: StageReport, ops) -> list[str]:
     """``ops`` checked (each 'namespace::name'), or every op the report involved."""
     if ops is None:
         return sorted(set(report.eager_calls) | set(report.compiled_calls))
     if isinstance(ops, str):
         ops = [ops]
+    if not isinstance(ops, (list, tuple, set, frozenset)):
+        raise TypeError(f"ops must be an op name or a list of names like ['mylab::bump'], not "
+                        f"{type(ops).__name__}.")
     for op in ops:
         split_qualname(op)
     return list(ops)
@@ -65,6 +78,7 @@ def _ops_to_show(report: StageReport, ops) -> list[str]:
 
 def summary(report: StageReport, ops: list[str] | None = None) -> str:
     """A few lines: the experiment, the verdict, kernel calls, each op's fate."""
+    _require_report(report, "summary")
     ops = _ops_to_show(report, ops)
     lines = [f"backend={report.backend}  dynamic={report.dynamic}  inputs: {' | '.join(report.shapes)}"]
     if report.eager_error:
@@ -100,6 +114,7 @@ def stage_code(report: StageReport) -> dict[str, str]:
 
 
 def text(report: StageReport, ops: list[str] | None = None) -> str:
+    _require_report(report, "text")
     parts = [summary(report, ops)]
     for stage, code in stage_code(report).items():
         title = CODE_TITLES[stage]
@@ -119,6 +134,7 @@ def _highlight(code: str, ops: list[str]) -> str:
 
 
 def to_html(report: StageReport, ops: list[str] | None = None) -> str:
+    _require_report(report, "render.to_html")
     ops = _ops_to_show(report, ops)
     verdict = ""
     if report.verdict is not None:
@@ -169,7 +185,10 @@ class Shown:
 
 
 def show(report: StageReport, ops: list[str] | None = None) -> Shown:
-    """Use as the last line of a cell: ``labkit.show(report)``."""
+    """Use as the last line of a cell: ``labkit.show(report)``. Checks its arguments now, not when
+    Jupyter draws it (an error there would be a formatter traceback)."""
+    _require_report(report, "show")
+    _ops_to_show(report, ops)
     return Shown(report, ops)
 
 
@@ -177,6 +196,7 @@ def draw_fate(report: StageReport, op_name: str, ax=None):
     """A picture of the op's path through the stages: kept (green) or removed (red)."""
     import matplotlib.pyplot as plt
 
+    _require_report(report, "draw_fate")
     if ax is None:
         _, ax = plt.subplots(figsize=(7.5, 1.6))
     fate = report.fate(op_name)
@@ -225,6 +245,7 @@ def draw_stages(report: StageReport, op_name: str | None = None, figsize=(11, 3.
     """Each stage's steps as a column of boxes; ``op_name``'s node in yellow, writes in red."""
     import matplotlib.pyplot as plt
 
+    _require_report(report, "render.draw_stages")
     if op_name is not None:
         split_qualname(op_name)
     columns = []

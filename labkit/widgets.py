@@ -141,21 +141,39 @@ class LabWidget:
         return result
 
     def update(self) -> None:
-        fresh = self.state not in self._cache
+        """Redraw the view for the controls' state. A failing compute shows its one sentence; Ctrl-C
+        (KeyboardInterrupt) shows an "interrupted" view, never the old report under "compiling…",
+        and is raised on; the next change computes again (an interrupted state is not cached)."""
+        state = self.state
+        fresh = state not in self._cache
         if fresh:
             self.status.value = "<i>⏳ compiling this state for the first time…</i>"
         try:
-            self.view.value = self.render(self.result())
+            self._show(state, self.render(self.result(state)))
             self.status.value = "" if not fresh else "<i>computed now (seen states come back instantly)</i>"
         except Exception as error:  # noqa: BLE001 - a widget must never kill a learner's kernel
             self.status.value = ""
-            self.view.value = (f"<p style='color:#b00020'><b>labkit could not compute this state</b>: "
-                               f"{html.escape(type(error).__name__)}: {html.escape(str(error)[:500])}</p>")
+            self._show(state, f"<p style='color:#b00020'><b>labkit could not compute this state</b>: "
+                              f"{html.escape(type(error).__name__)}: {html.escape(str(error)[:500])}</p>")
+        except KeyboardInterrupt:
+            self.status.value = ""
+            self._show(state, "<p style='color:#b00020'><b>Interrupted</b> (Ctrl-C / the stop button) before "
+                              "this state finished compiling: change a control to compute again.</p>")
+            raise
+
+    def _show(self, state: tuple, view_html: str) -> None:
+        """Draw ``view_html`` and remember the state it shows (what the static view and repr name)."""
+        self._shown_state = state
+        self.view.value = view_html
 
     # -- display and lifetime ---------------------------------------------------------------
     def _ipython_display_(self):
         from IPython.display import display
 
+        if self.closed:
+            display({"text/plain": f"{self!r}: closed (lab.close()); build a new one to use it again."},
+                    raw=True)
+            return
         bundle = {
             "text/plain": repr(self),
             "text/html": f"<div><p><b>{html.escape(self.title)}</b> (static view of: "
@@ -165,6 +183,11 @@ class LabWidget:
                 "version_major": 2, "version_minor": 0, "model_id": self.ui.model_id},
         }
         display(bundle, raw=True)
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` ran (or the frontend closed the lab's box): it can no longer be shown."""
+        return self.ui.comm is None
 
     def all_widgets(self) -> list[widgets.Widget]:
         """Every ipywidget this lab made: controls, heading, status, view, their boxes, layouts and styles."""
@@ -182,7 +205,10 @@ class LabWidget:
         self._cache.clear()
 
     def describe(self) -> str:
-        return ", ".join(f"{name}={control.value!r}" for name, control in self.controls.items())
+        """The state the view shows (what its report was computed with), control by control; a
+        control the state ignores (greyed out) reads as the value actually used."""
+        shown = getattr(self, "_shown_state", self.state)
+        return ", ".join(f"{name}={value!r}" for name, value in zip(self.controls, shown))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.describe()})"

@@ -2,6 +2,8 @@
 
 import itertools
 
+import re
+
 import pytest
 import torch
 
@@ -94,11 +96,12 @@ def test_a_data_dependent_size_needs_an_op_that_returns_a_tensor():
         dce_experiment("has_side_effect", None, namespace="t_dce", op_kind="data-dependent")
 
 
-def test_an_unavailable_device_is_refused_with_a_sentence():
-    if "cuda" not in devices():
-        with pytest.raises(ValueError, match="not available here"):
-            dce_experiment("pure, result unused", False, device="cuda", namespace="t_dce")
-    assert "cpu" in devices()
+@pytest.mark.parametrize("device", ["meta", "mps", "cuda:7", "gpu", ""] + ([] if "cuda" in devices() else ["cuda"]))
+def test_an_unavailable_device_is_refused_with_a_sentence(device):
+    """Devices that are never a choice (and CUDA where there is no GPU): refused before anything runs."""
+    with pytest.raises(ValueError, match=rf"^device '{re.escape(device)}' is not available here; pick one of "
+                                         rf"{re.escape(str(devices()))}\.$"):
+        dce_experiment("pure, result unused", False, device=device, namespace="t_dce")
 
 
 @cuda_only

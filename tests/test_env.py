@@ -66,7 +66,12 @@ def test_readme_states_the_measured_range():
 
 
 def test_installed_torch_passes_and_a_newer_one_gets_a_note():
-    assert check_torch() is None or "newer" in check_torch()
+    newest = max(torch_version(v) for v in internals.CHECKED_ON)
+    installed_is_newer = torch_version()[:2] > newest[:2]
+    note = check_torch()
+    assert (note is not None and "newer than the releases" in note) if installed_is_newer else note is None, note
+    assert all(check_torch(checked) is None for checked in internals.CHECKED_ON)  # a checked release: no note
+    assert "newer than the releases" in check_torch(f"{newest[0]}.{newest[1] + 1}.0")
     assert "newer than the releases" in check_torch("9.0.0")
 
 
@@ -108,6 +113,20 @@ def test_warmup_refuses_to_compile_on_another_thread():
 def test_preflight_reports_a_crashing_kernel_in_one_sentence():
     problem = preflight.first_cells_in_child("import os, signal; os.kill(os.getpid(), signal.SIGSEGV)")
     assert problem is not None and "crashed (SIGSEGV)" in problem and problem.count(". ") == 0
+
+
+@pytest.mark.parametrize("code", [
+    "import os, pathlib; pathlib.Path(os.environ['TORCHINDUCTOR_CACHE_DIR'], 'k').write_text('x')",
+    "import pathlib, tempfile; pathlib.Path(tempfile.gettempdir(), 'pch').write_text('x')",
+    "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)",
+    "raise SystemExit('failed')",
+])
+def test_preflight_leaves_no_temporary_folder_behind(tmp_path, monkeypatch, code):
+    """Its cache folder, and what the child writes to its temporary folder (Inductor's precompiled headers)."""
+    monkeypatch.setattr(preflight.tempfile, "tempdir", str(tmp_path))  # where mkdtemp and its kin make folders
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # the child's default, were it not given its own
+    preflight.first_cells_in_child(code)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_preflight_passes_here_and_runs_a_notebooks_first_cells_in_a_fresh_kernel(capsys, monkeypatch):

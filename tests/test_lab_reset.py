@@ -82,6 +82,74 @@ def test_without_git_or_a_kept_copy_reset_says_so_in_one_sentence(lab_copy):
     assert not list((lab_copy / "notebooks").glob("*.mine*"))
 
 
-def test_an_unknown_notebook_gets_one_sentence(lab_copy):
+def _committed(folder: pathlib.Path) -> None:
+    _git(folder, "init", "-q")
+    _git(folder, "add", ".")
+    _git(folder, "commit", "-qm", "published")
+
+
+def _lab_names(folder: pathlib.Path) -> list[str]:
+    return sorted(p.stem for p in (folder / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+
+@pytest.mark.parametrize("committed", [True, False])
+def test_an_unknown_notebook_gets_one_sentence_listing_the_labs_notebooks(lab_copy, tmp_path, committed):
+    if committed:
+        _committed(lab_copy)
+    else:
+        subprocess.run([str(lab_copy / "binder" / "postBuild"), str(tmp_path / "prefix")], check=True,
+                       env=dict(os.environ, GIT_CEILING_DIRECTORIES=str(lab_copy.parent)))
+    names = _lab_names(lab_copy)
+    assert len(names) >= 10  # 00 to 09 at least: the range below is derived, not written here
     done = _lab(lab_copy, "reset", "7")
-    assert done.returncode == 2 and done.stderr == "No notebook '7': give its number (00 to 05) or its name, e.g. ./lab reset 02.\n"
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "download" not in done.stderr
+    assert done.stderr.startswith(f"'7' is not one of the lab's notebooks")
+    assert f"({names[0][:2]} to {names[-1][:2]})" in done.stderr and ", ".join(names) in done.stderr
+
+
+def test_a_learners_own_notebook_is_not_one_of_the_labs(lab_copy):
+    _committed(lab_copy)
+    (lab_copy / "notebooks" / "my_notes.ipynb").write_text("{}")
+    (lab_copy / "notebooks" / "10_my_notes.ipynb").write_text("{}")
+    for own in ("my_notes", "10_my_notes.ipynb", "10"):
+        done = _lab(lab_copy, "reset", own)
+        assert done.returncode == 2 and "not one of the lab's notebooks" in done.stderr, done.stderr
+        assert "download the lab again" not in done.stderr and "02_mutates_args" in done.stderr
+    assert (lab_copy / "notebooks" / "my_notes.ipynb").read_text() == "{}"
+
+
+@pytest.mark.parametrize("pattern", ["0.", "0*", ".*", "0[0-9]", "[", "02_.*", "^02", "02|03"])
+def test_a_name_is_plain_text_never_a_pattern(lab_copy, pattern):
+    _committed(lab_copy)
+    edited = _edit(lab_copy / "notebooks" / NAME)
+    done = _lab(lab_copy, "reset", pattern)
+    assert done.returncode == 2 and "not one of the lab's notebooks" in done.stderr, done.stdout + done.stderr
+    assert (lab_copy / "notebooks" / NAME).read_bytes() == edited and not list(lab_copy.glob("notebooks/*.mine*"))
+
+
+def test_jupyterlabs_copy_is_not_taken_for_the_notebook(lab_copy):
+    _committed(lab_copy)
+    published = (lab_copy / "notebooks" / NAME).read_bytes()
+    copy = lab_copy / "notebooks" / "02_mutates_args-Copy1.ipynb"  # File > Duplicate; sorts first
+    copy.write_bytes(_edit(lab_copy / "notebooks" / NAME))
+    done = _lab(lab_copy, "reset", "02")
+    assert done.returncode == 0 and "Restored 02_mutates_args.ipynb" in done.stdout, done.stdout + done.stderr
+    assert (lab_copy / "notebooks" / NAME).read_bytes() == published and copy.read_bytes() != published
+    assert "Copy1" not in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("committed", [True, False])
+def test_a_deleted_notebook_is_restored(lab_copy, tmp_path, committed):
+    if committed:
+        _committed(lab_copy)
+    else:
+        subprocess.run([str(lab_copy / "binder" / "postBuild"), str(tmp_path / "prefix")], check=True,
+                       env=dict(os.environ, GIT_CEILING_DIRECTORIES=str(lab_copy.parent)))
+    published = (lab_copy / "notebooks" / NAME).read_bytes()
+    (lab_copy / "notebooks" / NAME).unlink()
+    done = _lab(lab_copy, "reset", "02")
+    assert done.returncode == 0 and "had been deleted" in done.stdout, done.stdout + done.stderr
+    assert (lab_copy / "notebooks" / NAME).read_bytes() == published and not list(lab_copy.glob("notebooks/*.mine*"))
+    (lab_copy / "notebooks" / NAME).unlink()
+    assert _lab(lab_copy, "reset").returncode == 0  # every notebook, the deleted one too
+    assert (lab_copy / "notebooks" / NAME).read_bytes() == published

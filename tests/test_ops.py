@@ -174,3 +174,34 @@ def test_torch_source_declares_the_same_op_in_plain_torch(source_spec):
     from labkit import _torch_internals as internals
     assert internals.is_impure(plain) == op.bare_call_is_impure
     assert internals.has_fake_impl("t::src_plain") == internals.has_fake_impl("t::src")
+
+
+# --- torch_source with names that could shadow what the generated code uses -----------------------
+
+_TRICKY_ARGS = [("self", "out"), ("_", "y"), ("input", "Tensor"), ("ctx", "library"), ("custom_op", "x")]
+
+
+@pytest.mark.parametrize("returns, effect", [("fresh", None), ("data-dependent", None), ("none", "ordered"),
+                                             ("none", "side_effect")])
+@pytest.mark.parametrize("op_name, args", [("tricky", a) for a in _TRICKY_ARGS] + [("_", ("x",)), ("x", ("x",))])
+def test_torch_source_runs_in_a_fresh_namespace_for_tricky_names(op_name, args, returns, effect):
+    spec = OpSpec(name="t::unused", args=args, writes=(args[0],), mutates_args=(args[0],), returns=returns,
+                  effect=effect)
+    namespace = f"t_src_{abs(hash((op_name, args, returns, effect))) % 10**8}"
+    scope = {}
+    exec(compile(labkit.ops.torch_source(spec, name=f"{namespace}::{op_name}"), "<torch_source>", "exec"), scope)
+    op = scope[op_name]
+    assert isinstance(op, torch.library.CustomOpDef)  # the name is still the op, not its fake
+    inputs = [torch.tensor([1.0, -2.0, 3.0]) for _ in args]
+    torch.compiler.reset()  # each case compiles the same lambda: no recompile limit across cases
+    out = torch.compile(lambda *xs: op(*xs), backend="aot_eager", fullgraph=True)(*inputs)
+    assert inputs[0].tolist() == [2.0, -1.0, 4.0]  # the declared write happened
+    expected = {"fresh": [4.0, -2.0, 8.0], "data-dependent": [2.0, 4.0], "none": None}[returns]
+    assert (out if out is None else out.tolist()) == expected
+
+
+def test_names_that_hide_the_torch_module_are_refused_in_one_sentence():
+    with pytest.raises(LabOpError, match="argument called 'torch'"):
+        OpSpec(name="t::shadow", args=("torch",))
+    with pytest.raises(LabOpError, match=r"op called 'torch'.*torch_source\(name="):
+        labkit.ops.torch_source(OpSpec(name="t::shadow"), name="t::torch")

@@ -30,6 +30,7 @@ def _fuzz(widget, steps, seed, check):
         widget.controls[name].value = _random_value(rng, widget, name)
         assert "could not compute" not in widget.view.value, (widget.state, widget.view.value)
         assert widget.view.value == widget.render(widget.result()), widget.state  # never a stale view
+        assert widget.describe() == ", ".join(f"{n}={v!r}" for n, v in zip(widget.controls, widget.state))
         check(widget)
 
 

@@ -107,3 +107,68 @@ def test_display_bundle_has_a_static_fallback(lab):
     assert bundle["text/plain"].startswith("DeclarationLab(")
     assert "static view of" in bundle["text/html"]
     assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == lab.ui.model_id
+
+
+class _InterruptedOnce(DeclarationLab):
+    """Ctrl-C arrives during the first compile of "undeclared mutation" (as a learner's stop button would)."""
+
+    interrupt = False
+
+    def compute(self, state):
+        if self.interrupt:
+            self.interrupt = False
+            raise KeyboardInterrupt
+        return super().compute(state)
+
+
+def test_ctrl_c_during_a_compile_shows_interrupted_and_the_next_change_recovers():
+    lab = _InterruptedOnce(namespace="t_decl_int")
+    try:
+        lab.interrupt = True
+        with pytest.raises(KeyboardInterrupt):
+            lab.set(declaration="undeclared mutation")
+        assert "Interrupted" in lab.view.value and "compiling" not in lab.status.value
+        assert "agree" not in lab.view.value  # not the old ("correct") report
+        assert "declaration='undeclared mutation'" in lab.describe()
+        lab.set(backend="inductor")
+        lab.set(backend="aot_eager")  # back to the interrupted state: computed now, not remembered as interrupted
+        assert "DIFFER" in lab.view.value and "Interrupted" not in lab.view.value
+    finally:
+        lab.close()
+        ops.drop_namespace("t_decl_int")
+
+
+def _shown_bundle(lab):
+    from unittest import mock
+
+    shown = []
+    with mock.patch("IPython.display.display", lambda data, raw: shown.append(data)):
+        lab._ipython_display_()
+    return shown[0]
+
+
+def test_a_closed_lab_displays_one_sentence():
+    lab = DeclarationLab(namespace="t_decl_closed")
+    lab.close()
+    bundle = _shown_bundle(lab)
+    assert set(bundle) == {"text/plain"} and "closed (lab.close())" in bundle["text/plain"]
+    assert lab.closed and "DeclarationLab(" in repr(lab)
+    ops.drop_namespace("t_decl_closed")
+
+
+def test_the_static_view_names_the_state_its_report_was_computed_with():
+    """Greyed-out controls hold values the compute ignores: the static view names the values it used."""
+    naming_lab = w.NamingLab(namespace="t_static_n", scheme="one shared name", typed_name="mine::ignored")
+    dynamic_lab = w.DynamicLab(namespace="t_static_d", declaration="has_side_effect", op_kind="data-dependent")
+    try:
+        for lab in (naming_lab, dynamic_lab):
+            html_view = _shown_bundle(lab)["text/html"].replace("&#x27;", "'")
+            used = ", ".join(f"{name}={value!r}" for name, value in zip(lab.controls, lab.state))
+            assert f"static view of: {used};" in html_view
+        assert "ignored" not in _shown_bundle(naming_lab)["text/html"]
+        assert "data-dependent" not in _shown_bundle(dynamic_lab)["text/html"].split("</p>")[0]
+    finally:
+        naming_lab.close()
+        dynamic_lab.close()
+        ops.drop_namespace("t_static_n")
+        ops.drop_namespace("t_static_d")
