@@ -1,9 +1,11 @@
-"""``labkit.audit(op, *sample_args)``: check a custom op's declaration the way torch.compile will use it.
+"""``labkit.audit(op, *sample_args, **sample_kwargs)``: check an op's declaration the way torch.compile uses it.
 
-It runs, and reports as a list of findings (problem, why it matters under compile, fix):
+It runs, and reports as a list of findings (problem, why it matters under compile, fix, and what the
+compiled runs got wrong because of it where they did):
 
-1. the kernel against its declaration: which tensor arguments a real call changes, versus
-   the ones the schema marks as written (``Tensor(a!)``);
+1. the kernel against its declaration: which tensor arguments (or ``Tensor[]`` lists, or keyword
+   arguments such as ``out=``) a real call changes, versus the ones the schema marks as written
+   (``Tensor(a!)``, ``Tensor(a!)[]``); NaN counts as equal to NaN;
 2. every ``torch.library.opcheck`` test;
 3. eager vs compiled, with ``aot_eager`` and ``inductor``, static and dynamic shapes, on a
    program that discards the op's result (the case where a wrong declaration bites), with the
@@ -15,16 +17,19 @@ a Python side effect in a "pure" op, a write that only happens for other inputs 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import html
 import inspect
+import logging
+import re
 import time
 
 import torch
 
 from . import _torch_internals as internals
 from . import checks, ops
-from .stages import as_torch_error, compile_and_compare, copy_inputs
+from .stages import InputError, as_torch_error, compile_and_compare, copy_inputs
 
 COMPILE_MODES = (("aot_eager", False), ("aot_eager", True), ("inductor", False), ("inductor", True))
 
@@ -46,9 +51,11 @@ class Finding:
     problem: str
     why: str
     fix: str
+    compiled: str = ""  # what torch.compile got wrong because of it, where this audit saw it happen
 
     def __str__(self):
-        return f"[{self.check}] {self.problem}\n    why: {self.why}\n    fix: {self.fix}"
+        text = f"[{self.check}] {self.problem}\n    why: {self.why}\n    fix: {self.fix}"
+        return text + (f"\n    under torch.compile: {self.compiled}" if self.compiled else "")
 
 
 @dataclasses.dataclass
@@ -76,27 +83,72 @@ class AuditReport:
 
     def _repr_html_(self):
         rows = "".join(f"<tr><td><code>{html.escape(f.check)}</code></td><td>{html.escape(f.problem)}</td>"
-                       f"<td>{html.escape(f.why)}</td><td>{html.escape(f.fix)}</td></tr>" for f in self.findings)
+                       f"<td>{html.escape(f.why)}</td><td>{html.escape(f.fix)}</td>"
+                       f"<td>{html.escape(f.compiled)}</td></tr>" for f in self.findings)
         verdict = ("<p style='color:#1b7f3b'><b>no problems found</b></p>" if self.ok else
-                   f"<table><tr><th>check</th><th>problem</th><th>why it matters</th><th>fix</th></tr>{rows}</table>")
+                   "<table><tr><th>check</th><th>problem</th><th>why it matters</th><th>fix</th>"
+                   f"<th>seen under torch.compile</th></tr>{rows}</table>")
         return (f"<div><p>audit of <code>{html.escape(self.schema)}</code>: {len(self.checks_run)} checks</p>"
                 f"{verdict}<p><i>not checkable here: {html.escape(self.cannot_see)}</i></p></div>")
 
 
-def _declaration_findings(overload, args) -> list[Finding]:
-    names = internals.argument_names(overload)
-    after = copy_inputs(args)
+@dataclasses.dataclass(frozen=True)
+class _Call:
+    """One call's sample inputs, positional and keyword (``out=``, keyword-only ``*, alpha``)."""
+
+    args: tuple
+    kwargs: dict
+
+    def named(self, overload) -> list[tuple[str, object]]:
+        """Each input with the schema's name for it."""
+        return list(zip(internals.argument_names(overload), self.args)) + list(self.kwargs.items())
+
+    def copy(self, overload) -> _Call:
+        names, values = zip(*self.named(overload)) if self.args or self.kwargs else ((), ())
+        copies = copy_inputs(values, names)
+        return _Call(copies[:len(self.args)], dict(zip(self.kwargs, copies[len(self.args):])))
+
+    def run(self, overload):
+        return overload(*self.args, **self.kwargs)
+
+
+def _tensors_in(value) -> list[torch.Tensor]:
+    """The tensors in an input: itself, or the elements of a ``Tensor[]`` list (nested lists too)."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for item in value for t in _tensors_in(item)]
+    return []
+
+
+def _changed(before, now) -> bool:
+    """Whether a call changed this input in place: its shape, dtype or values (NaN equals NaN); lists element-wise."""
+    if isinstance(before, (list, tuple)):
+        return any(_changed(b, n) for b, n in zip(before, now))
+    if not isinstance(before, torch.Tensor) or before.is_meta:
+        return False
+    if before.shape != now.shape or before.dtype != now.dtype or before.layout != now.layout:
+        return True
+    if before.layout != torch.strided:
+        before, now = before.to_dense(), now.to_dense()
+    if before.is_floating_point() or before.is_complex():
+        return not torch.allclose(before, now, rtol=0, atol=0, equal_nan=True)
+    return not torch.equal(before, now)
+
+
+def _declaration_findings(overload, call: _Call) -> list[Finding]:
+    after = call.copy(overload)
     try:
-        overload(*after)
+        after.run(overload)
     except Exception as error:  # noqa: BLE001 - torch's refusal is a finding
         problem = as_torch_error(error, "eager")
         fix = ("return a new tensor (e.g. x.clone()), or on torch >= 2.13 tag an in-place op with "
                "tags=torch.Tag.inplace" if problem.kind == "alias_return" else "make the op run eagerly first")
         return [Finding("eager", f"calling the op raised {problem.type_name}: {problem.message}",
                         "an op that fails eagerly cannot be compiled either", fix)]
-    written = {name for name, before, now in zip(names, args, after)
-               if isinstance(before, torch.Tensor) and not torch.equal(before, now)}
-    declared = internals.written_args(overload)
+    pairs = zip(call.named(overload), after.named(overload))
+    written = {name for (name, before), (_, now) in pairs if _changed(before, now)}
+    declared = internals.written_args(overload) & {name for name, value in call.named(overload) if _tensors_in(value)}
     findings = []
     for name in sorted(written - declared):
         findings.append(Finding(
@@ -112,29 +164,38 @@ def _declaration_findings(overload, args) -> list[Finding]:
     return findings
 
 
-def _opcheck_findings(overload, args) -> list[Finding]:
+def _holds_nan(value) -> bool:
+    return any((t.is_floating_point() or t.is_complex()) and not t.is_meta and bool(t.isnan().any())
+               for t in _tensors_in(value))
+
+
+def _opcheck_findings(overload, call: _Call) -> list[Finding]:
+    nan_inputs = [name for name, value in call.named(overload) if _holds_nan(value)]
     findings = []
-    for test, outcome in checks.opcheck(overload, args).items():
+    for test, outcome in checks.opcheck(overload, call.args, kwargs=call.kwargs).items():
         if outcome != "ok":
             why, fix = OPCHECK_ADVICE.get(test, ("opcheck failed", "see torch's message"))
+            if nan_inputs and "are different" in outcome:
+                fix = (f"first rerun on inputs without NaN: {', '.join(nan_inputs)} holds NaN, and opcheck "
+                       f"compares outputs with NaN != NaN, so this can be a false alarm")
             findings.append(Finding(f"opcheck:{test}", outcome[len("FAIL: "):], why, fix))
     return findings
 
 
-def _compile_findings(overload, args) -> list[Finding]:
-    tensors = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+def _compile_findings(overload, call: _Call) -> list[Finding]:
+    names, values = zip(*call.named(overload)) if call.args or call.kwargs else ((), ())
+    positional, keywords = len(call.args), list(call.kwargs)
 
-    def discards_result(*call_args):
-        overload(*call_args)
-        return tuple(call_args[i] + 0 for i in tensors)
+    def discards_result(*inputs):
+        overload(*inputs[:positional], **dict(zip(keywords, inputs[positional:])))
+        return tuple(t + 0 for t in _tensors_in(inputs))
 
-    params = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-              for name in internals.argument_names(overload)[:len(args)]]
+    params = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in names]
     discards_result.__signature__ = inspect.Signature(params)  # verdicts name the op's arguments
 
     failures: dict[str, list[str]] = {}
     for backend, dynamic in COMPILE_MODES:
-        report = compile_and_compare(discards_result, *args, backend=backend, dynamic=dynamic)
+        report = compile_and_compare(discards_result, *values, backend=backend, dynamic=dynamic)
         label = f"{backend}, dynamic={dynamic}"
         if report.error is not None:
             failures.setdefault(f"torch.compile raised {report.error.type_name}: {report.error.message}", []).append(label)
@@ -146,35 +207,116 @@ def _compile_findings(overload, args) -> list[Finding]:
             for problem, labels in failures.items()]
 
 
-def audit(op, *sample_args) -> AuditReport:
-    """Audit ``op`` on ``sample_args`` (tensors on any device). Takes a few seconds; never raises."""
-    start = time.perf_counter()
-    cannot_see = ("Python side effects inside a kernel declared pure, and writes that happen only for other "
-                  "inputs: give such ops an effect (notebook 04) and audit them on several inputs.")
+_ERROR_DETAIL = re.compile(r"^(torch\.compile raised \w+): .*( \([^()]*dynamic=[^()]*\))$", re.S)
+
+
+def _with_compiled_consequence(findings: list[Finding], compile_ran: bool) -> list[Finding]:
+    """Each declaration/opcheck finding, told what the compiled runs of this audit did."""
+    every_mode = " (" + " / ".join(f"{backend}, dynamic={dynamic}" for backend, dynamic in COMPILE_MODES) + ")"
+    in_all = f" (in all {len(COMPILE_MODES)} compiled runs)"
+    seen = [_ERROR_DETAIL.sub(r"\1\2", f.problem).replace(every_mode, in_all) for f in findings if f.check == "compile"]
+    if seen:
+        consequence = "; ".join(seen)
+    elif compile_ran:
+        consequence = f"not on this program: the {len(COMPILE_MODES)} compiled runs agreed with eager on these inputs"
+    else:
+        return findings
+    return [dataclasses.replace(f, compiled=consequence) if f.check.split(":")[0] in ("declaration", "opcheck")
+            else f for f in findings]
+
+
+class _KeepTorchRecords(logging.Filter):
+    """Holds back torch's log records (its tracebacks would spill into the learner's notebook)."""
+
+    def __init__(self):
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def filter(self, record):
+        if record.name == "torch" or record.name.startswith("torch."):
+            self.records.append(record)
+            return False
+        return True
+
+
+@contextlib.contextmanager
+def _torch_logs_held_back():
+    """For the block, no handler prints torch's log records; afterwards every handler is as it was.
+
+    Only a filter is added to each handler (torch's own, the root's, ``logging.lastResort``) and
+    then removed: levels, handlers and ``TORCH_LOGS`` settings are never touched.
+    """
+    keep = _KeepTorchRecords()
+    loggers = [logging.getLogger()] + [logger for name, logger in list(logging.Logger.manager.loggerDict.items())
+                                       if isinstance(logger, logging.Logger) and name.split(".")[0] == "torch"]
+    handlers = {id(h): h for logger in loggers for h in logger.handlers}
+    if logging.lastResort is not None:
+        handlers[id(logging.lastResort)] = logging.lastResort
+    for handler in handlers.values():
+        handler.addFilter(keep)
+    try:
+        yield keep.records
+    finally:
+        for handler in handlers.values():
+            handler.removeFilter(keep)
+
+
+CANNOT_SEE = ("Python side effects inside a kernel declared pure, and writes that happen only for other "
+              "inputs: give such ops an effect (notebook 04) and audit them on several inputs.")
+
+
+def _resolve(op):
+    """``(overload, None)``, or ``(None, finding)`` saying in one sentence what to pass instead."""
     try:
         overload = ops.live_overload(op)
+        packet = internals.packet_overloads(op)
+        if packet is not None and len(packet[1]) == 1:  # the one overload, whatever its name
+            overload = ops.live_overload(getattr(op, packet[1][0]))
     except ops.StaleOpError as stale:  # its registration is gone: calling it could crash the process
-        finding = Finding("input", str(stale), "a stale handle points at a deleted registration; nothing about "
-                          "it can be checked safely", "audit the handle the latest declaration returned")
-        return AuditReport(_short_repr(op), "?", [finding], [], cannot_see, time.perf_counter() - start)
+        return None, Finding("input", str(stale), "a stale handle points at a deleted registration; nothing about "
+                             "it can be checked safely", "audit the handle the latest declaration returned")
+    if packet is not None and len(packet[1]) > 1:
+        qualname, names = packet
+        spelled = "torch.ops." + qualname.replace("::", ".")
+        shown = ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")
+        return None, Finding("input", f"{spelled} has {len(names)} overloads ({shown}): pass one, e.g. "
+                             f"{spelled}.{names[0]}", "each overload has its own schema, and audit checks one "
+                             "schema", f"pass the overload your inputs are for, e.g. {spelled}.{names[0]}")
     if overload is None:
-        finding = Finding("input", f"{_short_repr(op)} is not a custom operator",
-                          "audit needs an op registered with torch.library (custom_op or Library.define)",
-                          "pass the object custom_op returned, labkit.declare's handle, or torch.ops.ns.name")
-        return AuditReport(_short_repr(op), "?", [finding], [], cannot_see, time.perf_counter() - start)
+        return None, Finding("input", f"{_short_repr(op)} is not a custom operator",
+                             "audit needs an op registered with torch.library (custom_op or Library.define)",
+                             "pass the object custom_op returned, labkit.declare's handle, or torch.ops.ns.name")
+    return overload, None
+
+
+def audit(op, /, *sample_args, **sample_kwargs) -> AuditReport:
+    """Audit ``op`` on one call's sample inputs, ``op(*sample_args, **sample_kwargs)`` (tensors on any device).
+
+    It compiles four times: about 1-2 s once Inductor is warm (``labkit.setup()`` warms it), about
+    10 s as the first compile of a fresh process (benchmarks/audit.py). Never raises. torch's own
+    log records are held back while it runs: what went wrong comes back as findings, not tracebacks.
+    """
+    start = time.perf_counter()
+    overload, refusal = _resolve(op)
+    if refusal is not None:
+        return AuditReport(_short_repr(op), "?", [refusal], [], CANNOT_SEE, time.perf_counter() - start)
+    call = _Call(sample_args, sample_kwargs)
     findings, run = [], []
-    for name, check in (("declaration", _declaration_findings), ("opcheck", _opcheck_findings),
-                        ("compile", _compile_findings)):
-        run.append(name)
-        try:
-            found = check(overload, sample_args)
-        except Exception as error:  # noqa: BLE001 - an audit must not crash a learner's kernel
-            found = [Finding(name, f"the check could not run: {type(error).__name__}: {str(error)[:200]}",
-                             "the sample inputs may not fit the op's schema", "call the op once eagerly with them")]
-        findings += found
-        if name == "declaration" and any(f.check == "eager" for f in found):
-            break  # nothing else can run on an op that fails eagerly
-    return AuditReport(internals.qualname_of(overload), internals.schema_of(overload), findings, run, cannot_see,
+    with _torch_logs_held_back():
+        for name, check in (("declaration", _declaration_findings), ("opcheck", _opcheck_findings),
+                            ("compile", _compile_findings)):
+            run.append(name)
+            try:
+                found = check(overload, call)
+            except Exception as error:  # noqa: BLE001 - an audit must not crash a learner's kernel
+                message = str(error) if isinstance(error, InputError) else as_torch_error(error, name).message
+                found = [Finding(name, f"the check could not run: {type(error).__name__}: {message}",
+                                 "the sample inputs may not fit the op's schema", "call the op once eagerly with them")]
+            findings += found
+            if name == "declaration" and any(f.check == "eager" for f in found):
+                break  # nothing else can run on an op that fails eagerly
+    findings = _with_compiled_consequence(findings, compile_ran="compile" in run)
+    return AuditReport(internals.qualname_of(overload), internals.schema_of(overload), findings, run, CANNOT_SEE,
                        time.perf_counter() - start)
 
 

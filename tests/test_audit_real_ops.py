@@ -1,0 +1,196 @@
+"""labkit.audit on real ops: aten ops, tensor lists, keyword-only arguments, packets, NaN, torch's logs,
+and every custom op of PyTorch's own opcheck tests (``custom_op_db``), against ``torch.library.opcheck``."""
+
+import io
+import logging
+
+import pytest
+import torch
+
+import labkit
+from labkit import audit, checks
+
+
+@torch.library.custom_op("t_real::add_one_to_all", mutates_args=("xs",))
+def add_one_to_all(xs: list[torch.Tensor]) -> None:
+    for x in xs:
+        x.add_(1)
+
+
+@torch.library.custom_op("t_real::add_one_quietly", mutates_args=())
+def add_one_quietly(xs: list[torch.Tensor]) -> None:
+    for x in xs:
+        x.add_(1)
+
+
+@torch.library.custom_op("t_real::reads_all", mutates_args=("xs",))
+def reads_all(xs: list[torch.Tensor]) -> None:
+    pass
+
+
+HAS_TAG_OUT = hasattr(torch.Tag, "out")  # torch >= 2.13: custom_op takes a keyword-only out only with it
+if HAS_TAG_OUT:
+    @torch.library.custom_op("t_real::double_into", mutates_args={"out"}, tags=(torch.Tag.out,))
+    def double_into(x: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:  # notebook 09's Tag.out op
+        out.copy_(x * 2)
+        return out
+
+_LIB = torch.library.Library("t_real", "FRAGMENT")
+_LIB.define("double_into_quietly(Tensor x, *, Tensor out) -> ()")  # writes out, declares nothing
+
+
+def _double_into_quietly(x, *, out):
+    out.copy_(x * 2)
+
+
+_LIB.impl("double_into_quietly", _double_into_quietly, "CompositeExplicitAutograd")
+torch.library.register_fake("t_real::double_into_quietly", lambda x, *, out: None, lib=_LIB)
+
+
+@torch.library.custom_op("t_real::sine", mutates_args=())
+def sine(x: torch.Tensor) -> torch.Tensor:
+    return x.sin()
+
+
+sine.register_fake(lambda x: torch.empty_like(x))
+
+
+def declaration_fixes(report):
+    return [f.fix for f in report.findings if f.check == "declaration"]
+
+
+# --- 1. Tensor(a!)[]: a list of written tensors ----------------------------------------------------
+
+def test_a_correctly_declared_tensor_list_is_not_called_over_declared():
+    report = audit(torch.ops.aten._foreach_add_.Scalar, [torch.randn(3), torch.randn(2)], 1.0)
+    assert report.ok, str(report)
+    assert audit(add_one_to_all, [torch.randn(3), torch.randn(3)]).ok
+
+
+def test_a_tensor_list_written_but_not_declared_or_declared_but_not_written_is_found():
+    assert declaration_fixes(audit(add_one_quietly, [torch.randn(3)])) == ["add 'xs' to mutates_args"]
+    unwritten = declaration_fixes(audit(reads_all, [torch.randn(3)]))
+    assert len(unwritten) == 1 and unwritten[0].startswith("drop 'xs' from mutates_args")
+
+
+# --- 2. keyword-only arguments --------------------------------------------------------------------
+
+def test_keyword_arguments_reach_the_op():
+    out = torch.zeros(3)
+    assert audit(torch.ops.aten.add.out, torch.randn(3), torch.randn(3), out=out).ok
+    assert torch.equal(out, torch.zeros(3)), "audit ran on copies: the caller's out is untouched"
+
+
+@pytest.mark.skipif(not HAS_TAG_OUT, reason="torch.Tag.out arrived in torch 2.13")
+def test_a_keyword_only_out_op_like_notebook_09s():
+    assert audit(double_into, torch.randn(3), out=torch.zeros(3)).ok
+
+
+def test_an_undeclared_keyword_only_write_is_named():
+    report = audit(torch.ops.t_real.double_into_quietly.default, torch.randn(3), out=torch.zeros(3))
+    assert "add 'out' to mutates_args" in declaration_fixes(report), str(report)
+
+
+def test_a_keyword_named_op_does_not_collide_with_audits_own_parameter():
+    report = audit(torch.ops.aten.add.out, torch.randn(3), torch.randn(3), out=torch.zeros(3), op=torch.zeros(3))
+    assert [f.check for f in report.findings] == ["eager"], "torch refuses the unknown keyword: one finding"
+
+
+# --- 3. OpOverloadPacket -------------------------------------------------------------------------
+
+def test_a_packet_with_several_overloads_is_refused_naming_them():
+    report = audit(torch.ops.aten.add, torch.randn(3), torch.randn(3))
+    (finding,) = report.findings
+    assert finding.check == "input" and "Tensor, Scalar, out" in finding.problem
+    assert "torch.ops.aten.add.Tensor" in finding.fix
+
+
+_LIB.define("negate.Tensor(Tensor x) -> Tensor")  # a packet whose only overload is not .default
+_LIB.impl("negate.Tensor", lambda x: -x, "CompositeExplicitAutograd")
+torch.library.register_fake("t_real::negate.Tensor", lambda x: torch.empty_like(x), lib=_LIB)
+
+
+def test_a_packet_with_one_overload_uses_it():
+    report = audit(torch.ops.t_real.negate, torch.randn(3))
+    assert report.ok and report.schema.startswith("t_real::negate.Tensor"), str(report)
+
+
+# --- 4. messages keep their diagnosis -------------------------------------------------------------
+
+def test_opchecks_reason_starts_with_the_diagnosis_and_is_not_cut_inside_it():
+    nan = torch.tensor([float("nan"), 1.0])
+    (finding,) = [f for f in audit(sine, nan).findings if f.check.startswith("opcheck")]
+    assert finding.problem.startswith("Outputs of the operator are different in eager-mode PyTorch vs "
+                                      "AOTDispatcher tracing."), finding.problem
+    assert "scroll up" not in finding.problem and finding.problem.endswith(".")
+
+
+# --- 5. NaN ---------------------------------------------------------------------------------------
+
+def test_nan_inputs_are_not_taken_for_a_write():
+    nan = torch.tensor([float("nan"), 1.0])
+    assert "declaration" not in audit(sine, nan).kinds()
+    assert "declaration" not in audit(torch.ops.aten.sin.default, nan).kinds()
+    assert "declaration" not in audit(torch.ops.aten.add_.Tensor, nan.clone(), torch.ones(2)).kinds()
+
+
+def test_opchecks_nan_false_alarm_is_flagged_as_such():
+    (finding,) = audit(sine, torch.tensor([float("nan"), 1.0])).findings
+    assert "NaN" in finding.fix and "without NaN" in finding.fix
+
+
+# --- 6. torch's log --------------------------------------------------------------------------------
+
+def _filters_of_torch_handlers():
+    loggers = [logging.getLogger()] + [logger for name, logger in logging.Logger.manager.loggerDict.items()
+                                       if isinstance(logger, logging.Logger) and name.split(".")[0] == "torch"]
+    return {id(h): list(h.filters) for logger in loggers for h in logger.handlers}
+
+
+def test_torchs_log_prints_no_traceback_during_audit_and_is_restored_after():
+    fake_tensor_log, printed = logging.getLogger("torch._subclasses.fake_tensor"), io.StringIO()
+    handler = logging.StreamHandler(printed)  # where a notebook would show torch's log
+    fake_tensor_log.addHandler(handler)
+    try:
+        filters = _filters_of_torch_handlers()
+        report = audit(torch.ops.aten.resize_.default, torch.randn(3), [5])
+        assert printed.getvalue() == "", "torch's log reached a handler during the audit"
+        assert not report.ok and all("scroll up" not in f.problem for f in report.findings), str(report)
+        assert _filters_of_torch_handlers() == filters
+        fake_tensor_log.error("still logged after the audit")
+        assert printed.getvalue() == "still logged after the audit\n"
+    finally:
+        fake_tensor_log.removeHandler(handler)
+
+
+# --- the compiled consequence ------------------------------------------------------------------------
+
+def test_a_declaration_finding_says_what_torch_compile_did_because_of_it():
+    report = audit(labkit.declare(name="t_real::writes_quietly", writes=("x",), returns="none"), torch.randn(3))
+    (declaration,) = [f for f in report.findings if f.check == "declaration"]
+    assert "x differs afterwards" in declaration.compiled and "under torch.compile" in str(declaration)
+    over = audit(reads_all, [torch.randn(3)])
+    assert over.findings[0].compiled.startswith("not on this program")
+
+
+# --- 7. PyTorch's own custom ops, audit against opcheck ----------------------------------------------
+
+def _custom_op_db():
+    pytest.importorskip("expecttest", reason="torch.testing._internal needs expecttest (tests/requirements.txt)")
+    from torch.testing._internal.custom_op_db import custom_op_db
+
+    return custom_op_db
+
+
+@pytest.mark.slow
+def test_audit_agrees_with_opcheck_on_pytorchs_own_custom_ops():
+    disagreements = []
+    for info in _custom_op_db():
+        sample = next(iter(info.sample_inputs("cpu", torch.float32, requires_grad=info.supports_autograd)))
+        args, kwargs = (sample.input, *sample.args), dict(sample.kwargs)
+        failed = {test for test, outcome in checks.opcheck(info.op, args, kwargs=kwargs).items() if outcome != "ok"}
+        report = audit(info.op, *args, **kwargs)
+        found = {f.check.removeprefix("opcheck:") for f in report.findings}
+        if found != failed:
+            disagreements.append(f"{info.name}: opcheck failed {sorted(failed)}, audit found {sorted(found)}\n{report}")
+    assert not disagreements, "\n".join(disagreements)
