@@ -5,12 +5,18 @@ custom op but not its schema (pytorch #187319). Change ``lab::foo`` from pure to
 mutating and an artifact compiled for the *old* declaration can come back, even
 after ``torch.compiler.reset()`` and even in another process.
 
-labkit's answer is a policy, ``"fingerprinted"``: a hash of every live custom op's
-schema, fake kernel and effects is appended to ``torch.compiler.config.cache_key_tag``,
-so a changed declaration is a new key and an unchanged one still hits the (shared, fast)
-cache. ``import labkit`` changes nothing; :func:`enable` (called by ``labkit.setup()``)
-turns the policy on, and ``set_policy("default")`` gives torch back exactly the settings
-you had (your own ``cache_key_tag`` and ``force_disable_caches`` are kept throughout).
+labkit's answer is a policy, ``"fingerprinted"``: a hash of the declaration (schema, whether a
+fake kernel exists, purity, tags) of every op defined from Python outside torch's own namespaces
+(``custom_op``, ``Library.define``, ``torch.library.define``) is appended to
+``torch.compiler.config.cache_key_tag``, and carried into every cache key by a no-op Inductor pass
+as well, which ``torch.compiler.reset()`` does not remove (it takes only an empty
+``post_grad_custom_post_pass`` slot). So a changed declaration is a new key and an unchanged one
+still hits the (shared, fast) cache. Not hashed: C++ ops (``TORCH_LIBRARY``), and the code of
+kernels, fake kernels and backward formulas (pytorch #160472, #144344).
+
+``import labkit`` changes nothing; :func:`enable` (called by ``labkit.setup()``) turns the policy
+on, and ``set_policy("default")`` gives torch back exactly the settings you had (your own
+``cache_key_tag``, ``force_disable_caches`` and post-grad pass are kept throughout).
 The other policies exist so a lesson can show the bug and the other mitigations.
 """
 
@@ -39,15 +45,20 @@ _state = {
 
 
 def fingerprint() -> str:
-    """A short hash of every live custom op's declaration (any namespace, labkit's or not)."""
+    """A short hash of the declaration of every live op defined from Python, labkit's or not.
+
+    Covers ``custom_op``, ``Library(ns, "DEF" | "FRAGMENT").define`` + ``impl`` and
+    ``torch.library.define``, with ``register_fake`` and effects, in every namespace but torch's own.
+    """
     parts = []
-    for qualname in internals.custom_op_qualnames():
-        overload = internals.find_overload(qualname)
+    for name in internals.python_defined_op_names():
+        qualname, _, overload_name = name.partition(".")
+        overload = internals.find_overload(qualname, overload_name or "default")
         if overload is None:
-            continue
+            continue  # its registration was destroyed since
         parts.append("|".join([
             internals.schema_of(overload),
-            f"fake={internals.has_fake_impl(qualname)}",
+            f"fake={internals.has_fake_impl(name)}",
             f"impure={internals.is_impure(overload)}",
             f"tags={sorted(str(t) for t in overload.tags)}",
         ]))
@@ -62,9 +73,11 @@ def refresh() -> None:
     """Recompute the fingerprint tag now (only under the ``"fingerprinted"`` policy).
 
     labkit calls this whenever a lab op changes, after its own compiler resets, and at the
-    start of every Dynamo compile, so ops declared with plain ``torch.library.custom_op`` are
-    covered too. ``torch.compiler.reset()`` unhooks the last one: after calling it yourself,
-    call ``labkit.cache.refresh()``. A tag you set yourself meanwhile is kept, fingerprint appended.
+    start of every Dynamo compile, so ops declared with plain ``torch.library`` are covered too.
+    ``torch.compiler.reset()`` drops that last hook; the keys stay right anyway (the Inductor pass
+    carries the fingerprint), and the next cache lookup re-arms it, so the tag is current again from
+    the compile after (until then a key may hold an old tag: at worst one extra cache miss). A tag
+    you set yourself meanwhile is kept, fingerprint appended.
     """
     if _state["policy"] != "fingerprinted":
         return
@@ -75,10 +88,23 @@ def refresh() -> None:
     internals.on_dynamo_compile_start(refresh)
 
 
+def _key_part() -> str | None:
+    """The fingerprint, for the Inductor pass to put in each cache key; re-arms the tag's hook a reset removed.
+
+    None (torch then skips the caches for that compile: safe) if some op's declaration cannot be read.
+    """
+    try:
+        internals.on_dynamo_compile_start(refresh)
+        return fingerprint()
+    except Exception:  # noqa: BLE001 - never break the learner's compile over the key
+        return None
+
+
 def _hook(active: bool) -> None:
     ops.on_change(refresh, active)
     internals.after_reset(refresh, active)
     internals.on_dynamo_compile_start(refresh, active)
+    internals.key_every_compile_on(_key_part if active else None)
 
 
 def enable() -> str:
@@ -159,9 +185,10 @@ def using(name: str, fresh_dir: bool = True):
     """Use policy ``name`` inside the block, in a fresh cache directory; restore both after.
 
     Makes a cache experiment start from an empty cache, whatever ran before it. Yields the
-    directory (None with ``fresh_dir=False``).
+    directory (None with ``fresh_dir=False``). Blocks nest: when an inner one ends, the outer
+    one's policy and directory are back (an outer ``"isolated"`` directory is set aside, not deleted).
     """
-    previous = _state["policy"]
+    previous, outer_isolation = _set_aside_isolation()
     set_policy(name)  # before the fresh directory, so leaving restores in the reverse order
     try:
         with contextlib.ExitStack() as stack:
@@ -171,4 +198,21 @@ def using(name: str, fresh_dir: bool = True):
             warnings.filterwarnings("ignore", message="dynamo_pgo force disabled")
             yield directory
     finally:
-        set_policy(previous)
+        if outer_isolation is None:
+            set_policy(previous)
+        else:
+            set_policy("default")  # closes only what this block opened, innermost first
+            _state["policy"], _state["isolation"] = "isolated", outer_isolation
+
+
+def _set_aside_isolation():
+    """The current policy, and the ``"isolated"`` policy's open directory taken off the state (None if not isolated).
+
+    Leaving ``"isolated"`` deletes its directory and restores the cache directory of before it; an outer
+    block's directory must instead outlive the inner block, and come back when it ends.
+    """
+    previous = _state["policy"]
+    if previous != "isolated" or _state["isolation"] is None:
+        return previous, None
+    isolation, _state["isolation"], _state["policy"] = _state["isolation"], None, "default"
+    return previous, isolation

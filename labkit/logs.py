@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import io
+import logging
 from typing import Iterator
 
 import torch
+
+from . import _torch_internals as internals
 
 
 class CapturedLog(io.StringIO):
@@ -29,14 +32,37 @@ class CapturedLog(io.StringIO):
 def torch_logs(**settings) -> Iterator[CapturedLog]:
     """``torch._logging.set_logs(**settings)`` for the block; yields what torch logged.
 
-    The block ends with ``torch._logging.set_logs()``: torch's default log settings, on the real
-    stderr. (With the ``TORCH_LOGS`` environment variable set, torch ignores ``set_logs``, and so
-    nothing is captured.)
+    Afterwards torch logs exactly where and what it logged before the block: each ``torch.*``
+    logger gets back its own handlers, level and ``propagate``, and torch its record of which logs
+    are on. (``set_logs`` alone would leave handlers bound to the block's buffer on torch <= 2.14.)
+    With the ``TORCH_LOGS`` environment variable set, torch ignores ``set_logs``: nothing is captured.
     """
     text = CapturedLog()
-    with contextlib.redirect_stderr(text):  # torch <= 2.14 binds its handler here, 2.15 reads it per message
-        torch._logging.set_logs(**settings)
-        try:
+    before = _torch_logging_now()
+    try:
+        with contextlib.redirect_stderr(text):  # torch <= 2.14 binds its handler here, 2.15 reads it per message
+            torch._logging.set_logs(**settings)
             yield text
-        finally:
-            torch._logging.set_logs()
+    finally:
+        torch._logging.set_logs()  # outside the redirect: loggers new since the block get the real stderr
+        _restore_torch_logging(before)
+
+
+def _torch_loggers() -> dict[str, logging.Logger]:
+    return {name: logger for name, logger in logging.Logger.manager.loggerDict.items()
+            if (name == "torch" or name.startswith("torch.")) and isinstance(logger, logging.Logger)}
+
+
+def _torch_logging_now() -> tuple[object, dict]:
+    loggers = {name: (logger, list(logger.handlers), logger.level, logger.propagate)
+               for name, logger in _torch_loggers().items()}
+    return internals.torch_log_state(), loggers
+
+
+def _restore_torch_logging(before: tuple[object, dict]) -> None:
+    state, loggers = before
+    internals.set_torch_log_state(state)
+    for logger, handlers, level, propagate in loggers.values():
+        logger.handlers[:] = handlers
+        logger.setLevel(level)
+        logger.propagate = propagate

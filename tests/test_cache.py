@@ -122,3 +122,94 @@ def test_the_demo_reports_a_failing_process_clearly(tmp_path):
 def test_setup_turns_the_fingerprinted_policy_on():
     assert labkit.cache.policy() == "fingerprinted"  # conftest calls cache.enable(), as setup() does
     assert "cache_key_tag" in labkit.cache.enable()
+
+
+# --- issue 21: the policy on a learner's own resets, on torch.library ops, and nested blocks -------
+
+
+def _raw_bump(mutating: bool, adds: float):
+    """``t::raw_bump`` with plain ``custom_op``, as a notebook cell declares it; its kernel adds ``adds`` to x."""
+    @torch.library.custom_op("t::raw_bump", mutates_args=("x",) if mutating else ())
+    def raw_bump(x: torch.Tensor) -> None:
+        x.add_(adds)
+
+    if not mutating:
+        raw_bump.register_fake(lambda x: None)
+
+
+def _uses_raw_bump(x):
+    torch.ops.t.raw_bump(x)
+    return x * 2 + 1
+
+
+def _compile_and_run(fn):
+    x = torch.zeros(2)
+    before = cache.counters()
+    torch.compile(fn, backend="inductor")(x)
+    return x.tolist(), cache.counters()["fxgraph_hit"] - before["fxgraph_hit"]
+
+
+def test_the_fingerprint_survives_the_learners_own_reset():
+    with cache.using("fingerprinted"):
+        _raw_bump(mutating=False, adds=1)
+        assert _compile_and_run(_uses_raw_bump) == ([0.0, 0.0], 0)  # pure: the call is dead code
+        torch.compiler.reset()  # the learner's own reset, as notebooks call it
+        _raw_bump(mutating=True, adds=5)  # same name, the fixed declaration, another kernel
+        assert _compile_and_run(_uses_raw_bump) == ([5.0, 5.0], 0), "the stale artifact came back after a reset"
+        torch.compiler.reset()
+        assert _compile_and_run(_uses_raw_bump) == ([5.0, 5.0], 1)  # unchanged: the cache still answers
+
+
+def test_the_key_part_takes_only_an_empty_pass_slot_and_frees_only_its_own(restore_policy):
+    import torch._inductor.config as inductor_config
+
+    cache.set_policy("fingerprinted")
+    assert inductor_config.post_grad_custom_post_pass is not None  # labkit's no-op pass carries the key
+    cache.set_policy("default")
+    assert inductor_config.post_grad_custom_post_pass is None
+
+    def users_pass(graph):
+        return None
+
+    with inductor_config.patch(post_grad_custom_post_pass=users_pass):
+        cache.set_policy("fingerprinted")
+        assert inductor_config.post_grad_custom_post_pass is users_pass
+        cache.set_policy("default")
+        assert inductor_config.post_grad_custom_post_pass is users_pass
+
+
+def test_ops_defined_with_torch_library_are_in_the_fingerprint():
+    base = cache.fingerprint()
+    with torch.library._scoped_library("t", "FRAGMENT") as lib:
+        lib.define("lib_op(Tensor x) -> ()")
+        pure = cache.fingerprint()
+        torch.library.register_fake("t::lib_op", lambda x: None, lib=lib)
+        with_fake = cache.fingerprint()
+    with torch.library._scoped_library("t", "FRAGMENT") as lib:
+        lib.define("lib_op(Tensor(a!) x) -> ()")
+        mutating = cache.fingerprint()
+    assert len({base, pure, with_fake, mutating}) == 4
+    assert cache.fingerprint() == base  # a destroyed registration leaves the fingerprint
+
+
+def test_two_processes_with_library_registered_ops_and_the_fingerprint_stay_correct(tmp_path):
+    """The registration of pytorch #187319's reporter and vLLM: ``Library.define`` + ``impl`` + ``register_fake``."""
+    first = run_in_subprocess("pure", "fingerprinted", str(tmp_path), registration="library")
+    second = run_in_subprocess("mutating", "fingerprinted", str(tmp_path), registration="library")
+    assert first["x_after"] == [0.0] * 4 and "Tensor(a!)" in second["schema"]
+    assert second["cache"]["fxgraph_hit"] == 0
+    assert second["x_after"] == [1.0] * 4 and second["kernel_calls"] == 1
+
+
+@pytest.mark.parametrize("outer", cache.POLICIES)
+@pytest.mark.parametrize("inner", ("isolated", "fingerprinted"))
+def test_nested_using_blocks_give_the_outer_one_back(outer, inner):
+    saved_dir = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    with cache.using(outer) as outer_dir:
+        with cache.using(inner) as inner_dir:
+            assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == inner_dir and cache.policy() == inner
+        assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == outer_dir and os.path.isdir(outer_dir)
+        assert cache.policy() == outer and not os.path.exists(inner_dir)
+        assert torch.compiler.config.force_disable_caches == (outer == "disabled")
+    assert not os.path.exists(outer_dir) and os.environ.get("TORCHINDUCTOR_CACHE_DIR") == saved_dir
+    assert cache.policy() == "fingerprinted"

@@ -20,3 +20,25 @@ def test_torch_logs_catches_the_aot_graph_and_leaves_stderr_alone(capfd):
     assert len(log.getvalue()) == before
     assert "aot_graphs" not in capfd.readouterr().err
     assert sys.stderr is not log
+
+
+def _torch_logging():
+    import logging
+
+    return {name: (list(logger.handlers), logger.level, logger.propagate)
+            for name, logger in logging.Logger.manager.loggerDict.items()
+            if name.startswith("torch") and isinstance(logger, logging.Logger)}
+
+
+def test_after_the_block_torch_logs_where_it_logged_before():
+    import logging
+
+    before = _torch_logging()
+    with labkit.torch_logs(graph_code=True, dynamo=logging.INFO) as log:
+        torch.compile(lambda x: x * 3, backend="eager")(torch.ones(2))
+    assert log.artifact("graph_code")
+    finished = len(log.getvalue())
+    logging.getLogger("torch._dynamo").warning("a torch warning after the block")
+    assert len(log.getvalue()) == finished, "torch's log still goes into the finished block's buffer"
+    after = _torch_logging()
+    assert {name: after[name] for name in before} == before
