@@ -225,11 +225,11 @@ def overload_of(opdef) -> torch._ops.OpOverload:
     return opdef._opoverload
 
 
-def find_overload(qualname: str) -> torch._ops.OpOverload | None:
-    """``torch.ops.<ns>.<name>.default`` if such an op exists now, else None. Never raises."""
+def find_overload(qualname: str, overload: str = "default") -> torch._ops.OpOverload | None:
+    """``torch.ops.<ns>.<name>.<overload>`` if such an op exists now, else None. Never raises."""
     namespace, _, name = qualname.partition("::")
     try:
-        return getattr(getattr(torch.ops, namespace), name).default
+        return getattr(getattr(getattr(torch.ops, namespace), name), overload)
     except (AttributeError, RuntimeError, TypeError):
         return None
 
@@ -247,6 +247,13 @@ def resolve_overload(op) -> torch._ops.OpOverload | None:
         return getattr(op, "default", None)
     if isinstance(op, torch._ops.OpOverload):
         return op
+    return None
+
+
+def packet_overloads(op) -> tuple[str, list[str]] | None:
+    """``("ns::name", [overload names])`` for an OpOverloadPacket (``torch.ops.ns.name``); None for anything else."""
+    if isinstance(op, torch._ops.OpOverloadPacket):
+        return op._qualified_op_name, list(op.overloads())
     return None
 
 
@@ -339,9 +346,24 @@ def is_impure(overload) -> bool:
 
 
 def has_fake_impl(qualname: str) -> bool:
+    """Whether ``register_fake`` gave ``qualname`` a fake kernel (looked up without adding an entry for it)."""
     from torch._library.simple_registry import singleton
 
-    return singleton.find(qualname).fake_impl.kernel is not None
+    entry = singleton.get(qualname) if hasattr(singleton, "get") else singleton.find(qualname)
+    return entry is not None and entry.fake_impl.kernel is not None
+
+
+def torch_log_state() -> object:
+    """torch's record of which logs and artifacts ``set_logs``/``TORCH_LOGS`` turned on (give it back with the next)."""
+    from torch._logging import _internal
+
+    return _internal._get_log_state()
+
+
+def set_torch_log_state(state: object) -> None:
+    from torch._logging import _internal
+
+    _internal._set_log_state(state)
 
 
 # --- configuration ------------------------------------------------------------------------------
@@ -422,6 +444,64 @@ def cache_counters() -> dict[str, int]:
 def graph_caches_off():
     """Bypass the FX-graph and AOTAutograd caches for one block: every graph is traced for real."""
     return config_patches(inductor__fx_graph_cache=False, functorch__enable_autograd_cache=False)
+
+
+# Namespaces that torch's own Python code defines ops in (``torch.library._defs`` on 2.13.0, after importing
+# Inductor, distributed, ONNX and flex attention). Their schemas change only with torch's version, which
+# the compile caches' keys already contain; a torch namespace missing here is merely hashed as well.
+TORCH_OP_NAMESPACES = frozenset({
+    "aten", "prim", "prims", "_native", "_c10d_functional", "c10d_functional", "_dtensor", "_inductor_test",
+    "debug_mode_ops", "debugprims", "export", "flex_lib", "fsdp", "onnx", "onnx_symbolic",
+    "quantized_decomposed", "rngprims", "streams", "symm_mem",
+})
+
+
+def python_defined_op_names() -> list[str]:
+    """``"ns::name"`` / ``"ns::name.overload"`` of every op defined from Python outside torch's own namespaces.
+
+    That is ``torch.library.custom_op``, ``Library(ns, "DEF" | "FRAGMENT").define`` and
+    ``torch.library.define`` alike (all record the name in ``torch.library._defs``). Not C++ ops
+    (``TORCH_LIBRARY`` in an extension). May list names whose registration was destroyed since:
+    :func:`find_overload` returns None for those. A set lookup: cheap enough for every cache key.
+    """
+    from torch._library.custom_ops import OPDEF_TO_LIB
+
+    names = set(torch.library._defs) | set(OPDEF_TO_LIB)
+    return sorted(n for n in names if n.partition("::")[0] not in TORCH_OP_NAMESPACES)
+
+
+def key_every_compile_on(provider: Callable[[], str | None] | None) -> bool:
+    """Make ``provider()`` part of the FX-graph and AOTAutograd cache keys of every later compile (None: stop).
+
+    It rides on a post-grad pass that does nothing: torch asks a pass for its ``uuid()`` each time it
+    computes either key, and ``torch.compiler.reset()`` leaves Inductor's config alone (it does clear
+    Dynamo's compile callbacks). Takes ``torch._inductor.config.post_grad_custom_post_pass`` only while it
+    is empty and frees it only while it still holds this pass. Returns whether the pass is installed.
+    """
+    import torch._inductor.config as inductor_config
+    from torch._inductor.custom_graph_pass import CustomGraphPass
+
+    current = inductor_config.post_grad_custom_post_pass
+    mine = getattr(current, "_labkit_key_part", False)
+    if provider is None:
+        if mine:
+            inductor_config.post_grad_custom_post_pass = None
+        return False
+    if current is not None and not mine:
+        return False  # the caller's own pass: never replaced
+
+    class KeyPart(CustomGraphPass):
+        _labkit_key_part = True
+
+        def __call__(self, graph) -> None:
+            return None
+
+        def uuid(self) -> str | None:  # None: torch bypasses the caches
+            part = provider()
+            return None if part is None else "labkit-ops-" + part
+
+    inductor_config.post_grad_custom_post_pass = KeyPart()
+    return True
 
 
 HIGHER_ORDER_WRAPPERS = ("auto_functionalized", "auto_functionalized_v2", "with_effects")
