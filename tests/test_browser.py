@@ -5,6 +5,8 @@ ships: binder/postBuild), run on a copy of the repository so that nothing is sav
 
 - First run: notebook 00 opened where ``./lab`` opens it, the file browser's top level, Run All: no
   cell may fail and no news pop-up may appear; a screenshot (the README shows it).
+- Notebook 09's GPU recording (§7), run in JupyterLab on this machine: the page shows what labkit's
+  ``render.gpu_recording`` says; a screenshot (the README shows it).
 - Widgets: for each notebook with a widget, run its setup cell and its widget cell, then flip the
   widget's controls one at a time. After each flip the test reads the whole state back from the page,
   asks labkit's core, in this test process, what the view must say for that state, and waits until
@@ -17,7 +19,9 @@ not wrong. Screenshots go to ``tests/artifacts/browser/``.
 Needs playwright (``tests/requirements.txt``; never ``playwright install``: it uses the system
 Chromium at /usr/bin/chromium, Debian's package ``chromium``). Without them the test skips with
 that sentence, except when ``LAB_CI=1`` (set by ``.ci/run``), where it fails.
-``LAB_UPDATE_SCREENSHOTS=1`` also copies the README's screenshots to ``docs/screenshots/``.
+``LAB_UPDATE_SCREENSHOTS=1`` also copies the README's screenshots to ``docs/screenshots/`` and writes
+what each one shows to ``docs/screenshots/manifest.json`` (``tools/screenshots.py`` does both, and
+``tests/test_screenshots.py`` fails once a screenshot is older than what it shows).
 """
 
 from __future__ import annotations
@@ -63,17 +67,21 @@ if _missing():
 from playwright.sync_api import sync_playwright  # noqa: E402
 
 import labkit  # noqa: E402
+from labkit import render  # noqa: E402
 from labkit import widgets as lw  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "tools"))
+import screenshots  # noqa: E402
 
 # notebook → (how the notebook builds its widget, the flips to make: (control, value), ...)
 FLIPS = {
     "02_mutates_args": (
         lambda: lw.DeclarationLab(namespace="nb02w"),
-        [("declaration", "undeclared mutation"), ("backend", "aot_eager"), ("dynamic", "True"),
+        [("declaration", "undeclared mutation"), ("backend", "inductor"), ("dynamic", "True"),
          ("declaration", "no fake kernel")]),
     "04_names_and_caches": (
         lambda: lw.NamingLab(namespace="nb04w"),
-        [("scheme", "one shared name"), ("policy", "default"), ("order", "mutating first, then pure"),
+        [("policy", "fingerprinted"), ("order", "mutating first, then pure"), ("scheme", "distinct names"),
          ("scheme", "a name I type"), ("typed_name", "aten::add"), ("typed_name", "mine::op")]),
     "05_dce_and_dynamic_shapes": (
         lambda: lw.DynamicLab(namespace="nb05w"),
@@ -91,8 +99,9 @@ SHOWN = {"README.md", "INSTRUCTORS.md", "notebooks", "labkit"}
 HIDDEN = {"tools", "tests", "benchmarks", "binder", "src"}
 NEWS = "official Jupyter news"  # JupyterLab's pop-up: "Would you like to get notified about official Jupyter news?"
 
-# the screenshot the README shows for each widget: (step, file name in docs/screenshots/)
-SHOWCASE = {"02_mutates_args": (1, "declaration-lab.png"), "04_names_and_caches": (2, "naming-lab.png"),
+# the screenshot the README shows for each widget: (step, file name in docs/screenshots/); step 0 is the
+# state the notebook builds, step N the state after the Nth flip
+SHOWCASE = {"02_mutates_args": (2, "declaration-lab.png"), "04_names_and_caches": (0, "naming-lab.png"),
             "05_dce_and_dynamic_shapes": (1, "dynamic-lab.png"), "07_data_dependent_shapes": (1, "data-dependent-lab.png")}
 
 _TAG = re.compile(r"<[^>]+>")
@@ -303,10 +312,36 @@ def close(page, name: str) -> None:
     page.close()
 
 
-def showcase(source: pathlib.Path, target: str) -> None:
-    if os.environ.get("LAB_UPDATE_SCREENSHOTS") == "1":
-        (ROOT / "docs" / "screenshots").mkdir(parents=True, exist_ok=True)
-        shutil.copy(source, ROOT / "docs" / "screenshots" / target)
+def updating_screenshots() -> bool:
+    return os.environ.get("LAB_UPDATE_SCREENSHOTS") == "1"
+
+
+def showcase(source: pathlib.Path, target: str, file_browser: dict | None = None) -> None:
+    """Copy a README screenshot to docs/screenshots/ with its manifest entry (LAB_UPDATE_SCREENSHOTS=1)."""
+    if updating_screenshots():
+        screenshots.SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        shutil.copy(source, screenshots.SCREENSHOTS / target)
+        screenshots.record(target, file_browser)
+
+
+# The folder JupyterLab's file browser shows (its breadcrumbs, "" for the root) and the names it lists.
+FILE_BROWSER = """() => ({
+    folder: Array.from(document.querySelectorAll('.jp-FileBrowser .jp-BreadCrumbs-item'))
+        .map(e => e.textContent.trim()).filter(t => t && t !== '/').join('/'),
+    names: Array.from(document.querySelectorAll('.jp-FileBrowser .jp-DirListing-content .jp-DirListing-itemText'))
+        .map(e => e.textContent.trim())})"""
+
+
+def file_browser(page, timeout_s: float = 120) -> dict:
+    """What the file browser shows once its listing has stopped changing (it loads after the notebook)."""
+    deadline, last = time.monotonic() + timeout_s, None
+    while time.monotonic() < deadline:
+        shown = page.evaluate(FILE_BROWSER)
+        if shown["names"] and shown == last:
+            return {"folder": shown["folder"], "names": sorted(shown["names"])}
+        last = shown
+        page.wait_for_timeout(1000)
+    raise AssertionError(f"the file browser's listing did not settle: {last}")
 
 
 def test_first_run_opens_notebook_00_and_runs_all_without_a_popup_or_an_error(lab_url, browser):
@@ -334,8 +369,12 @@ def test_first_run_opens_notebook_00_and_runs_all_without_a_popup_or_an_error(la
         }}""")
         colab = page.locator(".jp-InputPlaceholder").first  # Colab's cell, collapsed to its first line
         assert "Colab only" in colab.inner_text() and colab.is_visible()
+        shown = file_browser(page)
+        if updating_screenshots():  # the manifest's listing is the repository's (git's), not this copy's
+            assert shown["names"] == screenshots.listing(shown["folder"]), \
+                f"the file browser lists files the repository does not have (remove them first): {shown}"
         page.screenshot(path=str(ARTIFACTS / "first-run.png"))
-        showcase(ARTIFACTS / "first-run.png", "first-run.png")
+        showcase(ARTIFACTS / "first-run.png", "first-run.png", shown)
     finally:
         close(page, FIRST_RUN)
 
@@ -353,8 +392,10 @@ def test_widget_in_jupyterlab_shows_what_the_core_computes(name, lab_url, browse
         assert page.evaluate(ERRORS) == [], f"{name}: the widget's cells failed in JupyterLab"
         area = widget_area(page)
         area.wait_for()
+        state = {}
         for step, change in enumerate([None, *flips]):
             if change:
+                assert state[change[0]] != change[1], f"{name}: {change} flips nothing: the control shows it already"
                 flip(area, core, *change)
                 state = wait_for_state(area, core, *change)
                 assert state[change[0]] == change[1], f"the page did not take {change}: {state}"
@@ -370,3 +411,37 @@ def test_widget_in_jupyterlab_shows_what_the_core_computes(name, lab_url, browse
     finally:
         close(page, name)
         labkit.drop_namespace(core.namespace)
+
+
+GPU_NOTEBOOK, GPU_RECORDING_CELL = "09_gpu_kernels", "labkit.render.gpu_recording("
+
+
+def test_notebook_09_shows_its_gpu_recording_in_jupyterlab(lab_url, browser):
+    """§7 of notebook 09, run here: a CPU reader sees the H200's recording, labelled as one."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page = new_page(browser)
+    try:
+        open_notebook(page, lab_url, f"notebooks/{GPU_NOTEBOOK}.ipynb")
+        index = cell_index(page, GPU_RECORDING_CELL)
+        run(page, "notebook:run-cell", [index])
+        assert page.evaluate(ERRORS) == [], "cells failed in JupyterLab"
+        output = page.evaluate(f"(i) => {NOTEBOOK}.content.widgets[i].node.querySelector('.jp-OutputArea').innerText",
+                               index)
+        assert words(output) == words(render.gpu_recording(GPU_NOTEBOOK))
+        # the section's heading (the cell before) down to the recording, scrolled to the top of the panel,
+        # the file browser folded away (the recording's lines are long); laid out after two frames
+        clip = page.evaluate(f"""async (i) => {{
+            const nb = {NOTEBOOK}, heading = nb.content.widgets[i - 1].node, cell = nb.content.widgets[i].node;
+            window.jupyterapp.shell.collapseLeft();
+            nb.content.activeCellIndex = i;
+            await new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)));
+            heading.scrollIntoView({{block: 'start'}});
+            const top = heading.getBoundingClientRect(), bottom = cell.getBoundingClientRect();
+            const left = Math.min(top.left, bottom.left), right = Math.max(top.right, bottom.right);
+            return {{x: left, y: top.top, width: right - left, height: bottom.bottom - top.top}};
+        }}""", index)
+        page.screenshot(path=str(ARTIFACTS / "09_gpu_recording.png"), clip=clip)
+        page.evaluate("() => window.jupyterapp.shell.expandLeft()")  # as the other tests expect it
+        showcase(ARTIFACTS / "09_gpu_recording.png", "09_gpu_recording.png")
+    finally:
+        close(page, GPU_NOTEBOOK)
