@@ -15,6 +15,7 @@
 
 # %%
 # NBVAL_IGNORE_OUTPUT
+import concurrent.futures
 import contextlib
 import hashlib
 import io
@@ -139,16 +140,31 @@ print(f"Observed on torch {torch.__version__}: the fix compiled to the artifact 
 
 # %% [markdown]
 # The fix did nothing: the second compile was served from the caches, and the artifact built for the
-# pure declaration — with the call removed — ran again. The same happens **across processes** that share a
-# cache directory (`TORCHINDUCTOR_CACHE_DIR`, or torch's default directory when it is unset).
-# `labkit.cache_demo` runs one process per declaration; each prints what it saw:
+# pure declaration — with the call removed — ran again.
+#
+# **Where torch stands on it** (when this lesson was written): the issue is open, labelled `high priority`
+# and `module: correctness (silent)`. Three pull requests put the op's schema into the cache key: [#187356](https://github.com/pytorch/pytorch/pull/187356) (jansel) and
+# [#187830](https://github.com/pytorch/pytorch/pull/187830) are closed — on #187830 a maintainer, zou3519,
+# wrote that "the issue wasn't marked actionable so … probably not going to take this soon. I need to think
+# about it some more." — and [#193499](https://github.com/pytorch/pytorch/pull/193499) is open. On the
+# neighbouring report that a changed backward does not invalidate the cache,
+# [#144344](https://github.com/pytorch/pytorch/issues/144344), zou3519 called it possibly expected: "Changes in
+# builtin pytorch operators do not invalidate the fx graph cache. Custom operators are designed to behave like
+# builtin pytorch operators." The assert above is what tells you when a torch release changes the behaviour.
+#
+# The same happens **across processes** that share a cache directory (`TORCHINDUCTOR_CACHE_DIR`, or torch's
+# default directory when it is unset). `labkit.cache_demo` runs one process per declaration; each prints what
+# it saw. Process 3 has a directory of its own, so it runs beside the other two:
 
 # %%
 shared_dir = tempfile.mkdtemp(prefix="nb04-cache-")
 try:
-    bug = labkit.cache_demo.run_in_subprocess("pure", "default", shared_dir)
-    fixed = labkit.cache_demo.run_in_subprocess("mutating", "default", shared_dir)
-    fresh = labkit.cache_demo.run_in_subprocess("mutating", "default", tempfile.mkdtemp(dir=shared_dir))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as beside:
+        fresh_run = beside.submit(labkit.cache_demo.run_in_subprocess,
+                                  "mutating", "default", tempfile.mkdtemp(dir=shared_dir))
+        bug = labkit.cache_demo.run_in_subprocess("pure", "default", shared_dir)
+        fixed = labkit.cache_demo.run_in_subprocess("mutating", "default", shared_dir)
+        fresh = fresh_run.result()
 finally:
     shutil.rmtree(shared_dir, ignore_errors=True)
 for label, run in (("process 1, pure", bug), ("process 2, mutating, same dir", fixed),
@@ -190,8 +206,8 @@ assert fresh["x_after"] == [1.0] * 4 and fresh["cache"]["fxgraph_hit"] == 0
 # - **A separate cache directory** (`TORCHINDUCTOR_CACHE_DIR`) per declaration works (process 3). What does
 #   not work is two compiles sharing one directory — the exercise below.
 # - **A hash of the declarations in `torch.compiler.config.cache_key_tag`** keeps the caches on: a changed
-#   schema is a new key, an unchanged one still hits. labkit's `setup()` does this for every live custom op
-#   (its *fingerprinted* policy). Without labkit it is a few lines:
+#   schema is a new key, an unchanged one still hits. labkit's `setup()` does this (its *fingerprinted*
+#   policy; what it hashes is checked at the end of this section). Without labkit it is a few lines:
 #
 # ### The plain-torch recipe
 
@@ -226,6 +242,40 @@ print("bug:", bug_run, "| fix:", fixed_run, "| same fix again:", again_run, "  (
 assert bug_run == ([0.0, 0.0], 0)
 assert fixed_run == ([1.0, 1.0], 0)            # a new key: compiled afresh, correct
 assert again_run == ([1.0, 1.0], 1)            # the caches still work for an unchanged declaration
+
+# %% [markdown]
+# ### What labkit's fingerprint covers
+#
+# It hashes every live op defined **from Python** outside torch's own namespaces — `custom_op`, and
+# `Library(ns, "DEF" | "FRAGMENT").define` + `.impl` + `torch.library.register_fake`, the way vLLM and
+# #187319's reporter register — each op's schema, whether it has a fake kernel, its purity and its tags. It
+# does **not** hash ops defined in C++ (`TORCH_LIBRARY` in an extension), nor the *code* of a kernel, a fake
+# kernel or a backward formula (section 4). labkit carries it into every cache key with a no-op Inductor pass
+# (`torch._inductor.config.post_grad_custom_post_pass`, whose `uuid()` torch hashes), so your own
+# `torch.compiler.reset()` — `compile_once` above calls it — does not switch it off:
+
+# %%
+with labkit.cache.using("fingerprinted"):
+    declare_fix(mutating=False)
+    with_labkit = [compile_once(uses_fix, torch.zeros(2))]   # resets first, as a notebook does
+    declare_fix(mutating=True)
+    with_labkit.append(compile_once(uses_fix, torch.zeros(2)))
+
+fingerprints = {"before": labkit.cache.fingerprint()}
+vllm_style = torch.library.Library("nb04lib", "FRAGMENT")
+vllm_style.define("scale_(Tensor(a!) x) -> ()")
+fingerprints["Library.define"] = labkit.cache.fingerprint()
+torch.library.register_fake("nb04lib::scale_", lambda x: None, lib=vllm_style)
+fingerprints["+ register_fake"] = labkit.cache.fingerprint()
+vllm_style._destroy()
+fingerprints["destroyed"] = labkit.cache.fingerprint()
+print("with labkit, after your own resets:", with_labkit, "  (x after, FX-graph hits)")
+print("fingerprint changed by:", {step: fingerprints[step] != fingerprints["before"] for step in list(fingerprints)[1:]})
+
+# %%
+assert with_labkit == [([0.0, 0.0], 0), ([1.0, 1.0], 0)]   # the fix compiled afresh despite the reset
+assert len({fingerprints["before"], fingerprints["Library.define"], fingerprints["+ register_fake"]}) == 3
+assert fingerprints["destroyed"] == fingerprints["before"]
 
 # %% [markdown]
 # ## 4. What a schema hash cannot see: a changed fake kernel

@@ -5,8 +5,8 @@
 # - *where* `torch.compile` removes unused ops, and *how*: `node.is_impure()`, asked of each **graph node**;
 # - what keeps an op alive (a `copy_` into an input, an effect token, `has_side_effect`) and what does not;
 # - static vs dynamic shapes, and when torch recompiles;
-# - when a custom op **does** run eagerly (a data-dependent output size under `fullgraph=False`), and why such an
-#   op, unused, is **kept** under `fullgraph=True`;
+# - one case where a custom op **does** run eagerly (a data-dependent output size under `fullgraph=False`), and
+#   why such an op, unused, is **kept** under `fullgraph=True`;
 # - torch's own tools for it: `set_logs`/`TORCH_LOGS` and `torch._dynamo.explain`.
 #
 # **Time:** about 30 minutes. **Before:** 00–02. Runs on the CPU, and on the GPU when one is present. Outputs
@@ -407,6 +407,27 @@ print(labkit.render.gpu_recording("05_dce_and_dynamic_shapes"))
 # statically; section 3 showed its symbolic recompile on the CPU).
 
 # %% [markdown]
+# Is it really `_assert_scalar` that keeps the unused `positives` alive under `fullgraph=True`? Turn the runtime
+# asserts off:
+# `torch._dynamo.config.do_not_emit_runtime_asserts = True` (`TORCH_DYNAMO_DO_NOT_EMIT_RUNTIME_ASSERTS=1` in the
+# shell) keeps what torch assumes about the size but puts no assert in the graph. Nothing reads the unused size
+# any more, and DCE removes the op like `double` — its kernel does not run:
+
+# %%
+if torch.__version__.startswith("2.13."):
+    assert hasattr(torch._dynamo.config, "do_not_emit_runtime_asserts")
+if hasattr(torch._dynamo.config, "do_not_emit_runtime_asserts"):
+    with torch._dynamo.config.patch(do_not_emit_runtime_asserts=True):
+        fw_graphs, erased, calls = aot_graph(discards_both, x, torch.zeros(2), fullgraph=True)
+    left = [str(n.target) for g in fw_graphs for n in g.graph.nodes if n.op == "call_function"]
+    print(f"no runtime asserts: kernel calls {calls}; left: {left}")
+    assert calls == {} and "mylib.positives.default" not in left                # removed: its kernel never ran
+    assert "positives" in erased                                                 # by DCE
+    assert "aten._assert_scalar.default" not in left
+else:
+    print("this torch has no torch._dynamo.config.do_not_emit_runtime_asserts")
+
+# %% [markdown]
 # ## 5. The dynamic-mode widget
 #
 # Flip the dynamic mode, the op's declaration, the shape sequence and (with a GPU) the device. The view shows
@@ -513,7 +534,8 @@ print("solution checked")
 #   are removed. Effects and `has_side_effect` are private or experimental APIs.
 # - `dynamic=False/True/None` decides how often you compile and whether sizes are symbolic.
 # - An op whose fake kernel uses `new_dynamic_size()` graph-breaks and runs eagerly under `fullgraph=False`; under
-#   `fullgraph=True` it is captured, and an unused one is kept alive by its `_assert_scalar`. For shape-following
+#   `fullgraph=True` it is captured, and an unused one is kept alive by its `_assert_scalar` (with
+#   `do_not_emit_runtime_asserts=True` there is none, and the op is removed). For shape-following
 #   ops `fullgraph` changes nothing about DCE.
 #
 # ## Questionnaire

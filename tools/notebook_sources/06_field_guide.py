@@ -91,7 +91,7 @@ assert labkit.cache.policy() == "fingerprinted" and stale.steps[1].stale and not
 # size depends on the data, notebook 05 §4):
 
 # %%
-kernel_calls = {"double": 0, "positives": 0}
+kernel_calls = {"double": 0, "positives": 0, "count_positives": 0}
 
 @torch.library.custom_op("mylib::double", mutates_args=())
 def double(x: torch.Tensor) -> torch.Tensor:
@@ -122,16 +122,53 @@ def runs_unused(op, name, fullgraph, dynamic=False, sizes=(4,)):
             compiled(torch.linspace(-1, 1, n))
     return kernel_calls[name] > 0
 
-def in_no_graph_yet_ran(op, name):
-    """Compile x -> op(x).sum() + x.sum() with fullgraph=False: is op in no Dynamo graph, and did its kernel run?"""
+def in_no_graph_yet_ran(op, name, use=lambda result, x: result.sum() + x.sum()):
+    """Compile x -> use(op(x), x) with fullgraph=False: is op in no Dynamo graph, and did its kernel run?"""
     graphs = []
     def recording(gm, example_inputs):
         graphs.append([str(node.target) for node in gm.graph.nodes])
         return gm.forward
     torch._dynamo.reset()
     kernel_calls[name] = 0
-    torch.compile(lambda x: op(x).sum() + x.sum(), backend=recording, fullgraph=False)(torch.linspace(-1, 1, 4))
+    torch.compile(lambda x: use(op(x), x), backend=recording, fullgraph=False)(torch.linspace(-1, 1, 4))
     return kernel_calls[name] == 1 and not any(f"mylib.{name}" in t for g in graphs for t in g)
+
+# %% [markdown]
+# Two more experiments, for the claim that `fullgraph=False` runs an op eagerly *only* when its output size depends
+# on the data: an op that returns no tensor but an `int` counted from the data (its fake kernel asks for
+# `new_dynamic_size()` too), and `double` in a frame past `torch._dynamo.config.recompile_limit` (notebook 07 §6):
+
+# %%
+@torch.library.custom_op("mylib::count_positives", mutates_args=())
+def count_positives(x: torch.Tensor) -> int:
+    kernel_calls["count_positives"] += 1
+    return int((x > 0).sum())
+
+@count_positives.register_fake
+def _(x):
+    return torch.library.get_ctx().new_dynamic_size()     # an unbacked SymInt, no tensor's size
+
+def past_the_limit_runs_eagerly():
+    """recompile_limit=1, f(x, n) = double(x) * n, n = 1 then 2: did the 2nd call skip every graph yet run double?"""
+    through_a_graph = []
+    def counting(gm, example_inputs):
+        return lambda *args: through_a_graph.append(1) or gm.forward(*args)
+    torch._dynamo.reset()
+    f = torch.compile(lambda x, n: double(x) * n, backend=counting, dynamic=False)
+    with torch._dynamo.config.patch(recompile_limit=1), labkit.torch_logs() as log:
+        f(torch.ones(2), 1)
+        kernel_calls["double"] = 0
+        f(torch.ones(2), 2)
+    return len(through_a_graph) == 1 and kernel_calls["double"] == 1 and "recompile_limit" in log.getvalue()
+
+int_result_ran_eagerly = in_no_graph_yet_ran(count_positives, "count_positives", use=lambda n, x: x * n)
+double_ran_eagerly_past_the_limit = past_the_limit_runs_eagerly()
+print("an op returning a data-dependent int: in no graph, ran eagerly:", int_result_ran_eagerly)
+print("double, past recompile_limit: ran eagerly:", double_ran_eagerly_past_the_limit)
+
+# %%
+assert int_result_ran_eagerly                  # no tensor at all, yet a graph break at the op
+assert double_ran_eagerly_past_the_limit       # shape-following, yet eager: a new input past the limit
 
 # %%
 def same_name_different_mutates_args_confuses_the_compiler():
@@ -159,10 +196,12 @@ def dce_can_depend_on_shapes():
     return runs_unused(positives, "positives", True) and not runs_unused(double, "double", True)
 
 MYTHS = {
-    "fullgraph=False makes an op whose fake follows the input shapes run eagerly":
+    "fullgraph=False makes an op whose fake follows the input shapes run eagerly (in a frame that compiles)":
         lambda: in_no_graph_yet_ran(double, "double"),
     "fullgraph=False makes an op with a data-dependent output size run eagerly":
         lambda: in_no_graph_yet_ran(positives, "positives"),
+    "under fullgraph=False, only an op with a data-dependent output size runs eagerly":
+        lambda: not (int_result_ran_eagerly or double_ran_eagerly_past_the_limit),
     "same-named ops with different mutates_args confuse the compiler":
         same_name_different_mutates_args_confuses_the_compiler,
     "torch._dynamo.reset() clears stale compiled artifacts": dynamo_reset_clears_stale_artifacts,
@@ -178,15 +217,18 @@ for claim, holds in verdicts.items():
     print(f"{'TRUE ' if holds else 'FALSE'}  {claim}")
 
 # %%
-assert list(verdicts.values()) == [False, True, True, False, False, False, False, False, True], (
+assert list(verdicts.values()) == [False, True, False, True, False, False, False, False, False, True], (
     "a verdict changed on this torch: re-read the matching notebook and update this table")
 
 # %% [markdown]
 # Read the TRUE rows closely:
 #
-# - **"Custom ops run eagerly under `fullgraph=False`"** is true only for an op whose fake kernel cannot know the
-#   output size (`new_dynamic_size`): Dynamo breaks the graph there. For every other op it is false — and as a
-#   "workaround" against dead-code elimination it does nothing.
+# - **"Custom ops run eagerly under `fullgraph=False`"** holds for an op whose fake kernel calls
+#   `new_dynamic_size` — a data-dependent output size, or an `int` counted from the data: Dynamo breaks the graph
+#   at the op. It is false for a shape-following op in a frame that compiles — there, as a "workaround" against
+#   dead-code elimination, it does nothing. But "*only* data-dependent sizes run eagerly" is false too (its row
+#   above): the `int` op runs eagerly, and so does `double` in a frame past `recompile_limit`, on an input no
+#   compiled graph accepts.
 # - **Same-named ops** confuse the compile *caches*, not the compiler: the caches key on graph text, not on
 #   schemas (notebook 04).
 # - **DCE and shapes** meet through unbacked sizes: the `_assert_scalar` that checks a data-dependent size keeps
@@ -394,8 +436,10 @@ assert all(word in graph_text for word in ("auto_functionalized_v2", "copy_", "w
 # - Before shipping a custom op: run `torch.library.opcheck` — or `labkit.audit`, which adds the compile checks —
 #   and give an op with an outside effect a registered effect (a private API on torch 2.13); nothing can detect a
 #   hidden Python side effect.
-# - "Custom ops run eagerly under `fullgraph=False`" is true only for ops with a data-dependent output size;
-#   "reset fixes it" is false; the real trap after a changed declaration is the compile caches.
+# - "Custom ops run eagerly under `fullgraph=False`" is false for a shape-following op in a frame that compiles;
+#   it holds for an op whose fake kernel calls `new_dynamic_size` (a data-dependent size, or an `int`), and for a
+#   shape-following op too once its frame is past `recompile_limit` and meets a new input. "reset fixes it" is false; the real trap
+#   after a changed declaration is the compile caches.
 # - A model's bugs come one at a time: a compile error hides a silent one behind it. Fix, re-audit, re-compare.
 #
 # ## Questionnaire
@@ -403,7 +447,8 @@ assert all(word in graph_text for word in ("auto_functionalized_v2", "copy_", "w
 # 1. Why can `labkit.audit` (or `opcheck`) not find the logger's bug, and what does that mean for your own review
 #    of an op?
 # 2. Why does the capstone's compile error have to be fixed before the silent bug in `update_stats` shows?
-# 3. Why is "`fullgraph=False` makes custom ops run eagerly" true for one op of section 2 and false for the other?
+# 3. Why is "`fullgraph=False` makes custom ops run eagerly" true for one op of section 2 and false for the other —
+#    and when does the other run eagerly too?
 # 4. Why does a fingerprint of schemas not protect you after you edit a fake kernel?
 #
 # ## Further reading

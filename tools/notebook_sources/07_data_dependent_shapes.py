@@ -7,8 +7,8 @@
 #   when your kernel breaks the promise;
 # - where `fullgraph` changes what happens to such an op — and to code that branches on its size;
 # - why `int` in a schema you write yourself compiles once per value, and `SymInt` does not;
-# - `mark_dynamic` vs `mark_unbacked`, and `recompile_limit`: eager under `fullgraph=False`, an error under
-#   `fullgraph=True`;
+# - `mark_dynamic` vs `mark_unbacked`, and `recompile_limit`: new inputs run eagerly under `fullgraph=False`, an
+#   error under `fullgraph=True`;
 # - torch's own tools: `TORCH_LOGS="graph_breaks,recompiles"`, `TORCH_TRACE` + `tlparse`, `opcheck` — and what
 #   `opcheck` does not check.
 #
@@ -88,7 +88,7 @@ def dynamo_graphs(fn, *args, **compile_options):
 x = torch.tensor([1.0, -2.0, 3.0, -4.0])
 graphs, calls = dynamo_graphs(sums_positives, x, fullgraph=True)
 print(graphs[0].code.strip())
-op_node = next(n for n in graphs[0].graph.nodes if n.target is torch.ops.nb07.positives.default)
+op_node = next(n for n in graphs[0].graph.nodes if str(n.target) == "nb07.positives.default")   # the op, by name
 print("the op's output, as traced:", op_node.meta["example_value"].shape)
 
 # %%
@@ -177,7 +177,7 @@ assert "expected min and max to be statically known ints but got SymInt" in symb
 placement = {}
 for fullgraph in (False, True):
     graphs, calls = dynamo_graphs(sums_positives, x, fullgraph=fullgraph)
-    in_a_graph = any(n.target is torch.ops.nb07.positives.default for g in graphs for n in g.graph.nodes)
+    in_a_graph = any(str(n.target) == "nb07.positives.default" for g in graphs for n in g.graph.nodes)
     placement[fullgraph] = (len(graphs), in_a_graph, calls["positives"])
     print(f"fullgraph={fullgraph!s:<5} graphs: {len(graphs)}  op in a graph: {in_a_graph}  kernel calls: {calls}")
 assert placement == {False: (1, False, 1), True: (1, True, 1)}
@@ -194,9 +194,29 @@ print("unused, fullgraph=True, kernel calls:", positives.calls)
 assert positives.calls == 1
 
 # %% [markdown]
+# Is `_assert_scalar` really what keeps it? `torch._dynamo.config.do_not_emit_runtime_asserts = True` (or
+# `TORCH_DYNAMO_DO_NOT_EMIT_RUNTIME_ASSERTS=1` in the shell) tells Dynamo to keep its assumptions about `u0` but
+# put no runtime assert in the graph. Then nothing reads the unused op's size, and it is removed like any unused
+# op (notebook 05 §4 shows the DCE log): its kernel does not run:
+
+# %%
+if torch.__version__.startswith("2.13."):
+    assert hasattr(torch._dynamo.config, "do_not_emit_runtime_asserts")
+if hasattr(torch._dynamo.config, "do_not_emit_runtime_asserts"):
+    torch._dynamo.reset()
+    positives.calls = 0
+    with torch._dynamo.config.patch(do_not_emit_runtime_asserts=True):
+        torch.compile(discards, backend="aot_eager", fullgraph=True)(x)
+    print("unused, fullgraph=True, no runtime asserts, kernel calls:", positives.calls)
+    assert positives.calls == 0                                       # no _assert_scalar: dead code, removed
+else:
+    print("this torch has no torch._dynamo.config.do_not_emit_runtime_asserts")
+
+# %% [markdown]
 # The size itself follows the same rule. Python code that *branches* on it asks torch for a value it does not
-# have. Under `fullgraph=False` Dynamo breaks the graph there and Python decides; under `fullgraph=True` there is no
-# way out, and compiling fails:
+# have. Under `fullgraph=True` there is no way out, and compiling fails. Under `fullgraph=False`, with the default
+# settings, the question never comes up: the graph already broke **at the op**, so `kept` is a real tensor when
+# the `if` runs, and Python decides:
 
 # %%
 def branches_on_size(x):
@@ -215,6 +235,29 @@ print("fullgraph=False", with_break, "\nfullgraph=True ", no_way_out.splitlines(
 assert torch.equal(with_break, branches_on_size(x))
 assert no_way_out.startswith("UserError") and "Could not guard on data-dependent expression u0 > 2" in no_way_out
 assert "torch._check" in no_way_out
+
+# %% [markdown]
+# The break moves to the `if` only when Dynamo may capture the op under `fullgraph=False`:
+# `torch._dynamo.config.capture_dynamic_output_shape_ops=True`. The recording backend shows where each break lands
+# — whether the op and the `if`'s comparison (`gt`) are in a graph:
+
+# %%
+import operator
+
+def where_it_breaks():
+    """Record branches_on_size's Dynamo graphs (fullgraph=False); return, per graph, (op in it, comparison in it)."""
+    graphs, calls = dynamo_graphs(branches_on_size, x)
+    assert calls == {"positives": 1}
+    return [(any(str(n.target) == "nb07.positives.default" for n in g.graph.nodes),
+             any(n.target is operator.gt for n in g.graph.nodes)) for g in graphs]
+
+breaks = {"default": where_it_breaks()}
+with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True):
+    breaks["capture_dynamic_output_shape_ops=True"] = where_it_breaks()
+for setting, per_graph in breaks.items():
+    print(f"{setting:<38} graphs (op in it, `if` comparison in it): {per_graph}")
+assert breaks["default"] == [(False, False)]                  # break at the op: eager, then the mean's graph
+assert breaks["capture_dynamic_output_shape_ops=True"] == [(True, True), (False, False)]   # break at the `if`
 
 # %% [markdown]
 # The error suggests `torch._check*()`: for when *you* know the answer (your check becomes another runtime assert).
@@ -338,12 +381,13 @@ assert "Could not guard on data-dependent expression u0 > 2" in error_of(lambda:
 # The price of unbacked is section 3's: code that branches on the size cannot compile under `fullgraph=True`
 # (the cell checks that too).
 #
-# ## 6. `recompile_limit`: eager, or an error — by `fullgraph`
+# ## 6. `recompile_limit`: eager for new inputs, or an error — by `fullgraph`
 #
 # Every recompile in section 4 is a new graph for the same frame, and torch stops at
-# `torch._dynamo.config.recompile_limit` (8 by default). Past it, under `fullgraph=False`, the frame runs
-# **eagerly** from then on; under `fullgraph=True` it **raises**. The `int`-schema op with the limit set to 2, four
-# values of `n`, and a backend that counts the calls that went through a compiled graph:
+# `torch._dynamo.config.recompile_limit` (8 by default). Past it, under `fullgraph=False`, an input that no
+# compiled graph's guards accept runs the frame **eagerly**; under `fullgraph=True` it **raises**. The
+# `int`-schema op with the limit set to 2, four values of `n`, and a backend that counts the calls that went
+# through a compiled graph:
 
 # %%
 def four_values(fullgraph):
@@ -375,7 +419,33 @@ assert limit[True][0].startswith("raised FailOnRecompileLimitHit") and limit[Tru
 
 # %% [markdown]
 # Under `fullgraph=False` nothing fails: the warning goes to the log, the answers stay right, and the program
-# silently stops being compiled. Declare `SymInt` and the limit is never reached (section 4: one or two graphs).
+# silently stops being compiled for every new value. The frame does not turn eager for good, though: the graphs
+# already compiled keep serving the inputs their guards accept. After the limit, `n = 1` and `n = 2` (compiled
+# before) go through a graph again; `n = 5` (new) runs eagerly:
+
+# %%
+def through_a_graph_after_the_limit():
+    """recompile_limit=2; repeat_int with n = 1, 2, 3, 4, then 1, 2, 5: did each call go through a compiled graph?"""
+    compiled_runs = []
+    def counting(gm, example_inputs):
+        return lambda *args: compiled_runs.append(1) or gm.forward(*args)
+    torch._dynamo.reset()
+    f = torch.compile(lambda x, n: repeat_int(x, n) + 1, backend=counting)
+    through = []
+    with torch._dynamo.config.patch(recompile_limit=2), torch_logs():
+        for n in (1, 2, 3, 4, 1, 2, 5):
+            before = len(compiled_runs)
+            assert torch.equal(f(torch.ones(2), n), torch.full((2 * n,), 2.0))
+            through.append((n, len(compiled_runs) > before))
+    return through
+
+after_limit = through_a_graph_after_the_limit()
+print("(n, went through a compiled graph):", after_limit)
+assert after_limit[:4] == [(1, True), (2, True), (3, False), (4, False)]     # the limit is hit at n = 3
+assert after_limit[4:] == [(1, True), (2, True), (5, False)]     # compiled graphs still serve; a new n: eager
+
+# %% [markdown]
+# Declare `SymInt` and the limit is never reached (section 4: one or two graphs).
 
 # %% [markdown]
 # ## 7. Flip it live
@@ -548,8 +618,9 @@ if all(labkit.exercises.answered(v) for v in my_outcomes.values()):
                            f"look again at {', '.join(wrong)}: who checks the size, and when?")
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
-# Solution: a error (the graph's _assert_scalar checks u0 <= 4), b ok (eager trusts the kernel), c ok (a graph
-# break; Python decides the branch), d error (the third value needs a third graph; fullgraph=True raises).
+# Solution: a error (the graph's _assert_scalar checks u0 <= 4), b ok (eager trusts the kernel), c ok (by default
+# the graph breaks at the op, so `kept` is a real tensor and Python decides the branch), d error (the third value
+# needs a third graph; fullgraph=True raises).
 assert error_or_not() == {"a": "error", "b": "ok", "c": "ok", "d": "error"}
 print("solution checked")
 
@@ -559,13 +630,15 @@ print("solution checked")
 # - A data-dependent output size is an **unbacked** SymInt (`u0`): no value at compile time, so no guards — what
 #   torch assumes about it (`>= min`, `<= max`) is checked by `_assert_scalar` nodes in the graph. Give
 #   `new_dynamic_size` plain-int bounds you also assert in the kernel; `opcheck` does not check them.
-# - `fullgraph=False`: the op graph-breaks and runs eagerly, and Python may branch on its size. `fullgraph=True`: the
-#   op is captured (and an unused one kept), and a Python branch on its size is a compile error — use
-#   `torch._check` or `torch.cond`.
+# - `fullgraph=False` (default settings): the graph breaks at the op, which runs eagerly, so Python branches on a
+#   real size; with `capture_dynamic_output_shape_ops=True` the op is captured and the break moves to the `if`.
+#   `fullgraph=True`: the op is captured (an unused one is kept by its `_assert_scalar`), and a Python branch on
+#   its size is a compile error — use `torch._check` or `torch.cond`.
 # - In a schema you write, `int` guards on each value: one graph per value, even with `dynamic=True`. Write
 #   `SymInt` (what `custom_op` infers from an `int` annotation).
 # - `mark_unbacked` avoids the 0/1 recompiles of `mark_dynamic`, at section 3's price.
-# - Past `recompile_limit` (8) a frame runs eagerly, with a warning in the log (`fullgraph=False`), or raises
+# - Past `recompile_limit` (8), an input no compiled graph accepts runs the frame eagerly, with a warning in the
+#   log, while the graphs already compiled keep serving theirs (`fullgraph=False`); or the call raises
 #   (`fullgraph=True`).
 #
 # ## Questionnaire
@@ -573,7 +646,8 @@ print("solution checked")
 # 1. Why can torch guard on a backed size like `s77` but only assert on an unbacked `u0`?
 # 2. Why did the compiled program stop on six positives when the eager one returned them — and why should your
 #    kernel still assert its bound?
-# 3. Why does a Python `if` on `kept.shape[0]` compile under `fullgraph=False` and fail under `fullgraph=True`?
+# 3. Under `fullgraph=False`, where does the graph break in `branches_on_size` — by default, and with
+#    `capture_dynamic_output_shape_ops=True`? Why does its `if` fail to compile under `fullgraph=True`?
 # 4. Why does `int n` in a schema compile a graph per value even under `dynamic=True`?
 # 5. Why is reaching `recompile_limit` under `fullgraph=False` easy to miss in a real project?
 #

@@ -7,6 +7,7 @@
 #   or `torch.autograd.gradcheck`;
 # - what a compiled training step looks like: AOTAutograd's **forward and backward graphs**, where your op's
 #   kernel runs and where its formula goes;
+# - why a `float` argument of a custom op costs a graph per value, and what happens past `recompile_limit`;
 # - why torch refuses an autograd formula for a mutating op, and the functional + mutating pattern that works;
 # - what a mutating op does to the gradient of an input that requires grad;
 # - what two register_autograd snippets in circulation get wrong — each one run.
@@ -281,6 +282,56 @@ print("eager / compiled:", round((eager_grad / compiled_grad).mean().item(), 4))
 assert torch.allclose(eager_grad, compiled_grad)
 
 # %% [markdown]
+# The price: a `float` argument of a custom op is **specialized**: Dynamo guards on its exact value, as on a
+# constant, so every new value is a guard failure (`s == 2.5` in the `recompiles` log) and a new graph — with
+# `dynamic=True` too, which makes sizes symbolic, not this float — and past `torch._dynamo.config.recompile_limit` (8 by default) the frame runs **eagerly** for each
+# new value, with one warning in the log. The graphs already compiled keep serving the values they were
+# compiled for. Below: four calls under a limit of 2, a backend that records each graph and which graph served
+# each call, once with the defaults and once with `specialize_float=True` (the Dynamo setting that bakes Python
+# floats into the graph; torch 2.13.0's default is `False`: trace them as inputs):
+
+# %%
+def float_arg_calls(**dynamo_config):
+    """scaled_arg(x, s) compiled with dynamic=True, called for s = 2.5, 3.5, 4.5, 2.5 under recompile_limit=2:
+    the float each graph passes to the op, the graph that served each call (None: eager), what torch logged."""
+    graphs, served = [], []
+
+    def recording(gm, example_inputs):
+        index = len(graphs)
+        graphs.append(gm)
+        return lambda *args: served.append(index) or gm.forward(*args)
+
+    torch._dynamo.reset()
+    f = torch.compile(lambda x, s: scaled_arg(x, s), backend=recording, dynamic=True)
+    per_call = []
+    with torch._dynamo.config.patch(recompile_limit=2, **dynamo_config), \
+            labkit.logs.torch_logs(recompiles=True) as log:
+        for s in (2.5, 3.5, 4.5, 2.5):
+            before = len(served)
+            assert torch.equal(f(torch.ones(2), s), scaled_arg(torch.ones(2), s))
+            per_call.append(served[before] if len(served) > before else None)
+    baked = [re.search(r"scaled_arg\.default\([^,]+, ([^)]+)\)", gm.code).group(1) for gm in graphs]
+    logged = [text for text in ("s == 2.5", "hit config.recompile_limit (2)") if text in log.getvalue()]
+    return baked, per_call, logged
+
+
+float_calls = {"defaults": float_arg_calls(), "specialize_float=True": float_arg_calls(specialize_float=True)}
+for config, (baked, per_call, warned) in float_calls.items():
+    print(f"{config:<22} graphs pass: {baked}  served by graph: {per_call}  logged: {warned}")
+
+# %%
+assert torch._dynamo.config.recompile_limit == 8 and not torch._dynamo.config.specialize_float   # the defaults
+LOGGED = ["s == 2.5", "hit config.recompile_limit (2)"]   # the guard that failed; the fallback's warning
+assert float_calls["defaults"] == (["item", "item"], [0, 1, None, 0], LOGGED)   # 4.5: eager; 2.5: graph 0 again
+assert float_calls["specialize_float=True"] == (["2.5", "3.5"], [0, 1, None, 0], LOGGED)   # the same calls
+
+# %% [markdown]
+# On torch 2.13.0 the default traces the float as a graph input (`item` above: the graph reads it from a
+# tensor), and `specialize_float=True` writes it into the graph as `2.5`, `3.5` — but the calls go the same way:
+# Dynamo guards on the float's value where it is passed to the custom op, so each value gets its own graph
+# either way. A value that changes every step (a learning-rate schedule, a
+# loss scale) belongs in a **tensor** argument, which the graph reads at run time.
+#
 # `compile_and_compare` compiles a fresh copy each time, so a setting changed *between* experiments never shows
 # there. Its gradient comparison catches gradients that differ *within* one experiment — here, a formula that
 # breaks the rule the other way, by changing Python state on each call, run twice:
@@ -391,10 +442,91 @@ assert gradcheck_verdict(lambda x: with_custom_op(x), torch.ones(3, dtype=torch.
     .startswith("FAIL: Jacobian mismatch")
 
 # %% [markdown]
-# On torch 2.13 the write is **invisible to autograd**: no error, no warning, and the gradient is that of
+# Here, on torch 2.13, the write is **invisible to autograd**: no error, no warning, and the gradient is that of
 # `2x` (2) instead of `6x` (6) — in eager and compiled alike, so comparing them shows nothing. A leaf that
 # requires grad is even overwritten, where aten raises. `opcheck` passes every test; `gradcheck` on a function
-# that uses the op catches it. **Never let a mutating custom op write a tensor that requires grad.**
+# that uses the op catches it.
+#
+# That silence holds only because nothing had **saved `h` for the backward** (`x * 2` and `sum` need no saved
+# input). When autograd has saved the tensor the op then writes, torch notices the write (each tensor has a
+# version counter, and autograd checks it) — eagerly at `.backward()`, and under `torch.compile` already at the
+# forward call, where AOTAutograd traces the backward:
+
+# %%
+def saved_then_written(x):
+    h = x * 2
+    y = h * h                 # autograd saves h for y's backward...
+    scale_(h)                 # ...then the custom op overwrites it
+    return y.sum()
+
+
+def where_it_fails(fn):
+    """(stage, exception type, torch's message) of the first error in fn(x).backward(), or None."""
+    x, stage = torch.ones(3, requires_grad=True), "forward call"
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")     # AOTAutograd's anomaly mode adds "Error detected in MulBackward0"
+            loss = fn(x)
+            stage = ".backward()"
+            loss.backward()
+    except RuntimeError as error:
+        return stage, type(error).__name__, labkit.stages.as_torch_error(error, stage).message
+    return None
+
+
+saved_case = {"eager": where_it_fails(saved_then_written),
+              "compiled": where_it_fails(torch.compile(saved_then_written, backend="aot_eager"))}
+for mode, (stage, kind, message) in saved_case.items():
+    print(f"{mode}: {kind} at the {stage}: {message[:115]}…")
+
+# %%
+SAVED_TENSOR_MODIFIED = ("one of the variables needed for gradient computation has been modified by an inplace "
+                         "operation")
+assert saved_case["eager"][:2] == (".backward()", "RuntimeError")
+assert saved_case["compiled"][:2] == ("forward call", "BackendCompilerFailed")   # wraps the same RuntimeError
+assert all(message.startswith(SAVED_TENSOR_MODIFIED) for _, _, message in saved_case.values())
+
+# %% [markdown]
+# The same write **undeclared** — the kernel writes `x` but the op says `mutates_args=()`, notebook 02's bug —
+# and the two modes part ways. Eager still raises at `.backward()`: the kernel's own `mul_` bumps the tensor's
+# version counter. Compiled, the op is pure to the graph, nothing checks the counter, and the backward silently
+# uses the overwritten `h`. (The call runs under `no_grad`, as a statistics update might, so the op needs no
+# formula; it returns a value the function returns, so the compiler keeps the call.)
+
+# %%
+@torch.library.custom_op("nb08::scale_undeclared", mutates_args=())    # wrong: the kernel writes x
+def scale_undeclared(x: Tensor) -> Tensor:
+    x.mul_(3)
+    return x.new_ones(())
+
+
+scale_undeclared.register_fake(lambda x: x.new_empty(()))
+
+
+def saved_then_written_undeclared(x):
+    h = x * 2
+    y = h * h                              # saves h, as before
+    with torch.no_grad():
+        done = scale_undeclared(h)
+    return y.sum(), done
+
+
+undeclared_eager = where_it_fails(lambda x: saved_then_written_undeclared(x)[0])
+compiled_undeclared = torch.compile(saved_then_written_undeclared, backend="aot_eager")
+x = torch.ones(3, requires_grad=True)
+compiled_undeclared(x)[0].backward()
+(true_grad,) = torch.autograd.grad(((x * 2) * (x * 2)).sum(), x)     # y = (2x)², without the op
+print("eager:", undeclared_eager[:2], "| compiled gradient:", x.grad.tolist(), "| true:", true_grad.tolist())
+
+# %%
+assert undeclared_eager[:2] == (".backward()", "RuntimeError")
+assert undeclared_eager[2].startswith(SAVED_TENSOR_MODIFIED)
+assert x.grad.tolist() == [24.0] * 3 and true_grad.tolist() == [8.0] * 3   # 2·h·2 with h = 6, not 2: no error
+
+# %% [markdown]
+# So on torch 2.13 a custom op that writes a tensor that requires grad gives a loud error only when that tensor
+# was saved for the backward *and* either the mode is eager or the write is declared; otherwise a silently
+# wrong gradient. Nothing tells you which you have. **Never let a custom op write a tensor that requires grad.**
 #
 # ## 8. The pattern that works: a functional op with the formula, around a mutating kernel
 #
@@ -689,8 +821,12 @@ print("solution checked")
 # - `opcheck` checks the registrations and that compiled matches eager; only `gradcheck` checks your math.
 # - In a compiled step, the kernel runs in the forward graph; the formula is traced into the backward graph, once —
 #   Python state it reads becomes a constant.
-# - Mutating ops cannot have formulas, and on torch 2.13 a mutating op's write to a tensor that requires grad is
-#   invisible to autograd (silently wrong gradients). Put the formula on a functional op around the mutating kernel.
+# - A `float` argument of a custom op is specialized to its value: each new value recompiles (also with
+#   `dynamic=True`), and past `recompile_limit` new values run eagerly. Pass values that change as tensors.
+# - Mutating ops cannot have formulas. On torch 2.13 a mutating op's write to a tensor that requires grad is
+#   invisible to autograd (silently wrong gradients) when nothing saved that tensor for the backward, and an
+#   error when something did — except compiled with the write undeclared, which is silently wrong again. Put the
+#   formula on a functional op around the mutating kernel.
 #
 # ## Questions
 #

@@ -84,7 +84,8 @@ def calls(code, text):
 #
 # A `custom_op` is a black box to Inductor: it fuses the code around it, but the op itself becomes one
 # call, `torch.ops.<namespace>.<name>.default(...)`, to whatever kernel you registered. Here the kernel
-# is plain torch on the CPU; with a Triton kernel inside it would be the same call.
+# is plain torch on the CPU; with a Triton kernel inside it would be the same call. (The cell's second check, on
+# the text `x * 2`, cannot fail; the end of §4 checks that Inductor does not compile the body, against a control.)
 
 # %%
 @torch.library.custom_op("nb09::scale", mutates_args=())
@@ -167,7 +168,9 @@ else:
 # the key — and neither is anything else that is not in the graph's text (notebook 04: the
 # `mutates_args` of #187319 changes the artifact but not the key).
 #
-# With `TORCH_LOGS="+inductor"` torch prints these details, one line each; here they are collected.
+# With `TORCH_LOGS="+inductor"` torch prints these details, one line each; here they are collected. (Whether
+# the body is in the key is checked at the end of §4, by changing the body; the `x * 2` check below only looks for
+# the source text.)
 
 # %%
 torch._dynamo.reset()
@@ -317,13 +320,70 @@ print("torch._inductor.config.graph_partition =", torch._inductor.config.graph_p
 assert torch._inductor.config.graph_partition
 
 # %% [markdown]
+# ### §1 and §3 again, against a control *(CPU)*
+#
+# The `"x * 2" not in …` checks of §1 and §3 prove little: Inductor's code never contains that text, even when
+# Inductor compiles the multiplication itself (its kernels say `tmp0 * 2.0`), and the key's details would
+# contain it only if torch hashed the kernel's Python source verbatim. (They stay where they are because the GPU
+# recording of §7 covers every code cell up to each GPU cell; changing them means re-recording.) Two checks
+# that would fail if the claims were false:
+#
+# - **§1, the body is not in Inductor's code.** Inductor names each kernel it generates after the aten ops it
+#   fused. The same function with the body written inline gets a kernel named with `mul`; with the opaque op,
+#   Inductor's only kernel is the `add`, and the multiplication happens inside the op's call.
+
+# %%
+inline_code = inductor_code(lambda x: x * 2 + 1, torch.ones(4))     # the control: no custom op
+kernels = {"inline": calls(inline_code, "_fused_"), "custom op": calls(code, "_fused_")}
+print("\n".join(f"{name}: {lines[-1]}" for name, lines in kernels.items()))
+
+# %%
+assert any("_fused_add_mul" in line for line in kernels["inline"])          # Inductor compiled x * 2 itself
+assert calls(code, "torch.ops.nb09.scale.default(")                           # §1's code: the op's call...
+assert kernels["custom op"] and not any("mul" in line for line in kernels["custom op"])   # ...and no mul kernel
+
+# %% [markdown]
+# - **§3, the body is not in the cache key.** Give a fresh op a new kernel for the same name
+#   (`register_kernel("cpu", …)`) and compile the same function again: a cache *hit*, so the key did not change —
+#   and the new kernel runs, because the artifact calls the op by name. (That is harmless here; notebook 04 shows
+#   the same blindness to a changed *declaration*, which is not.)
+
+# %%
+@torch.library.custom_op("nb09::rekerneled", mutates_args=())
+def rekerneled(x: Tensor) -> Tensor:
+    return x * 2
+
+
+rekerneled.register_fake(lambda x: torch.empty_like(x))
+
+
+def cached_compile():
+    """Compile and run rekerneled(x) + 1 with the FX-graph cache on: (the result, the cache's verdict)."""
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+    with torch._inductor.config.patch(fx_graph_cache=True), \
+            torch._functorch.config.patch(enable_autograd_cache=False):
+        result = torch.compile(lambda x: rekerneled(x) + 1)(torch.ones(3)).tolist()
+    return result, "hit" if torch._dynamo.utils.counters["inductor"]["fxgraph_cache_hit"] else "miss"
+
+
+first = cached_compile()                                   # a hit too if an earlier run stored it: either is fine
+rekerneled.register_kernel("cpu", lambda x: x * 3)         # a new body, the same name
+second = cached_compile()
+print("before:", first[0], "| after the new kernel:", second)
+
+# %%
+assert first[0] == [3.0, 3.0, 3.0]
+assert second == ([4.0, 4.0, 4.0], "hit")    # the same key, and the new body ran: it is called, not inlined
+
+# %% [markdown]
 # ## 5. `Tag.out`: a write-only output buffer *(CPU)*
 #
 # Kernels written for speed often take the buffer to write into (`out=`), like `torch.mul(x, 2, out=y)`.
 # Declared with plain `mutates_args={"out"}`, torch must assume the op may also *read* `out`. Since
 # torch 2.13, `tags=torch.Tag.out` says the buffer is write-only: the op takes `out` keyword-only and
 # returns it, and gets a fake kernel for free (below, no `register_fake`, and `fullgraph=True` compiles).
-# Inductor allocates the buffer itself and calls your op on it, with no clone.
+# Inductor allocates a buffer itself and passes it as `out=`:
 
 # %%
 if hasattr(torch.Tag, "out"):
@@ -340,10 +400,64 @@ if hasattr(torch.Tag, "out"):
     print("\n".join(calls(out_code, "nb09.scale_out.default(")))
     assert str(torch.ops.nb09.scale_out.default._schema) == \
         "nb09::scale_out(Tensor x, *, Tensor(a1!) out) -> Tensor(a1!)"
-    assert calls(out_code, "torch.ops.nb09.scale_out.default(arg0_1, out=buf0)") and "clone" not in out_code
+    assert calls(out_code, "torch.ops.nb09.scale_out.default(arg0_1, out=buf0)")   # buf0: Inductor's buffer
     assert torch.compile(scale_into_new)(torch.ones(3)).tolist() == [3.0, 3.0, 3.0]
 else:
     print(f"torch {torch.__version__} has no torch.Tag.out (it arrived in 2.13): skipped.")
+
+# %% [markdown]
+# What does the tag change? There is no clone above, but there would be none without the tag either: nothing
+# reads the fresh buffer's old contents. The tag matters when something **reads the buffer's old value after
+# the call**. Below, `old = buf * 3` reads it; in the graph Inductor re-inplaces, that read sits after the call
+# (Inductor moves it next to its use, and fuses it with the final add). The same out= kernel, declared twice:
+# with `Tag.out`, and with plain `mutates_args={"out"}` (positional `out`, returning nothing):
+
+# %%
+@torch.library.custom_op("nb09::scale_into", mutates_args={"out"})
+def scale_into(x: Tensor, out: Tensor) -> None:
+    torch.mul(x, 2, out=out)
+
+
+def read_then_overwrite(op):
+    def fn(x, buf):
+        old = buf * 3              # the buffer's old value...
+        op(x, buf)                 # ...then the kernel overwrites it
+        return buf + old
+    return fn
+
+
+DECLARED = {"mutates_args only": scale_into}
+if hasattr(torch.Tag, "out"):
+    DECLARED["Tag.out"] = lambda x, buf: scale_out(x, out=buf)
+tag_codes, tag_results = {}, {}
+for name, op in DECLARED.items():
+    torch._dynamo.reset()
+    x, buf = torch.ones(3), torch.full((3,), 5.0)
+    with torch._inductor.config.patch(fx_graph_cache=False), logged(OUTPUT_CODE) as messages:
+        returned = torch.compile(read_then_overwrite(op))(x, buf)
+    tag_codes[name] = "\n".join(m for m in messages if m.startswith("Output code:"))
+    tag_results[name] = returned.tolist(), buf.tolist()
+    launched = [line for line in calls(tag_codes[name], "clone") if "async_compile" not in line]
+    print(f"{name}: clone kernels {launched}, the op {calls(tag_codes[name], 'torch.ops.nb09.scale_')[:1]}")
+
+# %%
+plain = tag_codes["mutates_args only"]
+assert calls(plain, "_clone_") and calls(plain, "torch.ops.nb09.scale_into.default(arg1_1, buf0)")  # buf0: a clone
+if "Tag.out" in tag_codes:
+    tagged = tag_codes["Tag.out"]
+    assert "clone" not in tagged and calls(tagged, "torch.ops.nb09.scale_out.default(arg1_1, out=buf0)")
+    assert any("_fused_" in line and "copy_" in line for line in calls(tagged, "(buf"))   # the copy back
+assert all(result == ([17.0] * 3, [2.0] * 3) for result in tag_results.values())   # both right: 2·1 + 3·5; buf = 2
+print("checked: without the tag Inductor clones the buffer's old value for the op; with it, a fresh buffer.")
+
+# %% [markdown]
+# Without the tag, torch must assume the kernel may read `out`, so it hands the kernel a **clone** of the
+# buffer, old contents copied in (`clone` above), and keeps the original for `old`. With `Tag.out` the kernel
+# never sees the old contents: on torch 2.13 Inductor gives it an empty buffer (`out=buf0`), copies nothing in,
+# and copies the result into your tensor afterwards, in the fused kernel of the final add (`copy_` in its name).
+# The tag does this for every call — the empty buffer is made in
+# `_do_auto_functionalize_v2_for_out_operator`, `torch/_higher_order_ops/auto_functionalize.py` — so it saves
+# the clone only where one was needed: a buffer whose old value is read after the call.
 
 # %% [markdown]
 # ## 6. When re-inplacing fails: a clone in your code *(CPU)*
@@ -505,7 +619,8 @@ assert any("missed opportunities=['x']" in v or "unable to reinplace ['x']" in v
 #   cache on its source). A `custom_op` around the same kernel is an opaque call.
 # - `mode="reduce-overhead"` skips, with a logged reason, graphs whose ops mutate inputs it does not own;
 #   ops that can never be captured carry `Tag.cudagraph_unsafe`.
-# - `Tag.out` (torch 2.13+) marks write-only output buffers.
+# - `Tag.out` (torch 2.13+) marks write-only output buffers: Inductor then hands the kernel a fresh buffer
+#   instead of a clone of yours when your buffer's old value is still read after the call.
 # - Re-inplacing can fail and leave a clone; `TORCH_LOGS=output_code` shows it, `+inductor` says why.
 #
 # ## Further reading
