@@ -532,6 +532,10 @@ def on_dynamo_compile_start(callback: Callable[[], None], active: bool = True) -
         for cb in mine:
             callback_handler.remove_start_callback(cb)
     elif not mine:
+        # Dynamo must not trace the callback: a backward compiled lazily inside a compiled frame
+        # runs it under Dynamo's frame hook, which would recompile it while holding the callback
+        # lock (a non-reentrant threading.Lock: the process hangs).
+        @torch.compiler.disable
         def start(_args=None):
             callback()
 

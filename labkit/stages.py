@@ -10,7 +10,8 @@
    backward graph(s), and keep the gradients of every input and parameter that requires grad;
 4. count the real kernel calls of every lab op in each run, and compare the two
    runs on their outputs, on the final values of their inputs, on their gradients and on
-   the tensors the function reaches outside its arguments (closure, globals, module buffers).
+   the state the function reaches outside its arguments (closure, globals, module buffers and
+   attributes, optimizer state, generators), which each run starts from and which is put back.
 
 Whatever torch raises comes back as a :class:`TorchError` with torch's own words,
 so a notebook can show the message instead of a traceback.
@@ -164,8 +165,77 @@ def _leaves(value) -> list:
     return [leaf for _, leaf in _labelled(value, "")]
 
 
+_FLOAT32_TOLERANCE = {"rtol": 1.3e-6, "atol": 1e-5}  # torch.testing's float32 row, for Python floats (see _same)
+
+
+def _storage_bytes(t: torch.Tensor) -> torch.Tensor | None:
+    """All the memory ``t`` lives in, as one flat byte tensor (None: no plain storage, e.g. sparse or a subclass)."""
+    if type(t) not in (torch.Tensor, torch.nn.Parameter) or t.layout != torch.strided or t.is_meta:
+        return None
+    try:
+        return torch.empty(0, dtype=torch.uint8, device=t.device).set_(t.untyped_storage())
+    except (RuntimeError, TypeError, NotImplementedError):
+        return None
+
+
+def _over_bytes(raw: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """A tensor with ``like``'s dtype, sizes and strides over the bytes ``raw``."""
+    return torch.empty(0, dtype=like.dtype, device=like.device).set_(
+        raw.untyped_storage(), like.storage_offset(), like.size(), like.stride())
+
+
+def snapshot_tensor(t: torch.Tensor) -> torch.Tensor:
+    """A copy of ``t``'s values that takes the memory ``t`` takes, not one element per index.
+
+    The storage is copied and viewed with ``t``'s strides, so ``torch.zeros(1).expand(2**28)``
+    copies 4 bytes; ``clone()`` would materialise all 2**28 elements (1 GiB).
+    """
+    raw = _storage_bytes(t)
+    if raw is not None:
+        try:
+            return _over_bytes(raw.clone(), t)
+        except (RuntimeError, TypeError):
+            pass
+    return t.detach().clone()
+
+
+def _same_bytes(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Same layout over bit-identical storage: equal, checked without reading ``a`` element by element.
+
+    Only where the storage is no bigger than the elements (an expanded tensor, a whole tensor):
+    for a small view of a big base, comparing the elements is cheaper.
+    """
+    if (a.stride(), a.storage_offset(), a.device) != (b.stride(), b.storage_offset(), b.device):
+        return False
+    raw_a, raw_b = _storage_bytes(a), _storage_bytes(b)
+    return (raw_a is not None and raw_b is not None and raw_a.numel() == raw_b.numel()
+            and raw_a.numel() <= a.numel() * a.element_size() and bool(torch.equal(raw_a, raw_b)))
+
+
+def _close(a, b, **tolerance) -> bool | None:
+    """``torch.testing.assert_close``'s verdict: its per-dtype tolerances (bf16/fp16 get theirs, not fp32's),
+    NaN equal to NaN, integers and bools exact. A dtype it does not support is compared bit for bit."""
+    try:
+        torch.testing.assert_close(a, b, equal_nan=True, check_device=False, **tolerance)
+        return True
+    except AssertionError:
+        return False
+    except (TypeError, ValueError, RuntimeError, NotImplementedError):  # e.g. a quantized or float8 tensor
+        try:
+            return bool(torch.equal(a, b)) if isinstance(a, torch.Tensor) else None
+        except (TypeError, RuntimeError, NotImplementedError):
+            return None
+
+
 def _same(a, b) -> bool | None:
-    """Equal (True), different (False), or None: labkit cannot tell (meta tensors, odd objects)."""
+    """Equal (True), different (False), or None: labkit cannot tell (meta tensors, odd objects).
+
+    Tensors are compared as ``torch.testing.assert_close`` compares them (per-dtype tolerances,
+    NaN equal to NaN); a Python float gets float32's tolerances, since it usually comes from a
+    float32 tensor (``.item()``).
+    """
+    if a is b:
+        return True
     if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
         if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
             return False
@@ -173,18 +243,23 @@ def _same(a, b) -> bool | None:
             return False
         if a.is_meta or b.is_meta:
             return None
-        a, b = (t.detach().cpu() for t in (a, b))
+        a, b = a.detach(), b.detach()
+        if a.layout == torch.strided and _same_bytes(a, b):
+            return True
+        a, b = a.cpu(), b.cpu()
         if a.layout != torch.strided:
             a, b = a.to_dense(), b.to_dense()
-        if a.is_floating_point() or a.is_complex():
-            return bool(torch.allclose(a, b, rtol=1e-5, atol=1e-6, equal_nan=True))
-        return bool(torch.equal(a, b))
+        return _close(a, b)
     if type(a) is not type(b):
         return False
+    if isinstance(a, (float, complex)):
+        return _close(a, b, **_FLOAT32_TOLERANCE)
     if type(a).__module__ == "numpy":
         import numpy
 
-        return bool(numpy.array_equal(a, b)) if isinstance(a, numpy.ndarray) else bool(a == b)
+        if isinstance(a, numpy.ndarray) and a.dtype.kind in "biufc" and a.shape == b.shape and a.dtype == b.dtype:
+            return _close(a, b)
+        return bool(numpy.array_equal(a, b)) if isinstance(a, numpy.ndarray) else bool(a == b or a != a and b != b)
     try:
         equal = a == b
         return equal if isinstance(equal, bool) else None
@@ -275,15 +350,29 @@ def input_names(fn: Callable | None, count: int) -> list[str]:
 
 def _differences(before: dict, after: dict) -> set[str]:
     return {label for label, value in before.items()
-            if isinstance(value, torch.Tensor) and _same(value, after.get(label)) is not True}
+            if (isinstance(value, torch.Tensor) or isinstance(after.get(label), torch.Tensor))
+            and _same(value, after.get(label)) is not True}
+
+
+def _argument_values(args: Sequence, names: Sequence[str], with_grads: bool) -> dict[str, Any]:
+    """Every leaf of the arguments by its path, and with ``with_grads`` the ``.grad`` of each leaf that requires grad."""
+    values = {}
+    for name, value in zip(names, args):
+        for label, leaf in _labelled(value, name):
+            values[label] = leaf
+            if with_grads and isinstance(leaf, torch.Tensor) and _has_grad_slot(leaf):
+                values[f"{label}.grad"] = leaf.grad
+    return values
 
 
 def compare_runs(originals: Sequence[Sequence], eager: list, compiled: list,
-                 names: Sequence[str] | None = None) -> Verdict:
+                 names: Sequence[str] | None = None, with_grads: bool = True) -> Verdict:
     """``eager``/``compiled``: one ``(output, args_after)`` pair per call.
 
     Inputs are named by ``names`` (the function's parameters), their parts by their path
-    (``xs[0]``); with several calls, ``x@1`` is ``x`` in call 1.
+    (``xs[0]``); with several calls, ``x@1`` is ``x`` in call 1. With ``with_grads``, the
+    ``.grad`` of an input leaf counts as part of it (``x.grad``): a function that calls
+    ``.backward()`` itself leaves its gradients there.
     """
     many = len(originals) > 1
     bad_outputs, bad_inputs, mutated_e, mutated_c, caveats = [], {}, [], [], []
@@ -296,13 +385,13 @@ def compare_runs(originals: Sequence[Sequence], eager: list, compiled: list,
             bad_outputs.append(i)
         caveats += [f"labkit cannot compare {label}{suffix} ({type(value).__name__}): return tensors, numbers, "
                     f"or lists/tuples/dicts of them" for (label, value), ok in zip(leaves_e, same) if ok is None]
-        before, after_e, after_c = ({label: leaf for name, value in zip(plain, args) for label, leaf in
-                                     _labelled(value, name)} for args in (orig, args_e, args_c))
+        before, after_e, after_c = (_argument_values(args, plain, with_grads) for args in (orig, args_e, args_c))
         changed_e, changed_c = _differences(before, after_e), _differences(before, after_c)
         mutated_e += [label + suffix for label in before if label in changed_e]
         mutated_c += [label + suffix for label in before if label in changed_c]
         for label in before:
-            if isinstance(before[label], torch.Tensor) and _same(after_e.get(label), after_c.get(label)) is not True:
+            if (isinstance(before[label], torch.Tensor) or label.endswith(".grad")) \
+                    and _same(after_e.get(label), after_c.get(label)) is not True:
                 bad_inputs.setdefault(label, []).append((i, label in changed_e, label in changed_c))
     problems = []
     if bad_outputs:
@@ -326,42 +415,30 @@ def _input_problems(bad: dict[str, list], many: bool, what: str = "") -> list[st
 
 # --- what the function reaches besides its arguments ---------------------------------------------
 
-
-def _module_tensors(module: torch.nn.Module, prefix: str) -> list[tuple[str, torch.Tensor]]:
-    return [(f"{prefix}.{name}" if prefix else name, t)
-            for name, t in [*module.named_parameters(), *module.named_buffers()]]
+_MISSING = type("Missing", (), {"__repr__": lambda self: "<not set>"})()  # a name or attribute that did not exist
+_SCALARS = (int, float, complex, bool, str, bytes, type(None))
 
 
-def _reachable_tensors(target, label: str, seen: set[int], depth: int = 0) -> list[tuple[str, torch.Tensor]]:
-    """Tensors ``target`` can reach without being passed them: closure cells, globals, modules."""
-    if id(target) in seen or depth > 3:
-        return []
-    seen.add(id(target))
-    if isinstance(target, torch.Tensor):
-        return [(label, target)]
-    if isinstance(target, torch.nn.Module):
-        return _module_tensors(target, label) + _reachable_tensors(type(target).forward, label, seen, depth + 1)
-    if isinstance(target, (list, tuple, dict)):
-        return [(lbl, leaf) for lbl, leaf in _labelled(target, label) if isinstance(leaf, torch.Tensor)]
-    if isinstance(target, functools.partial):
-        found = _reachable_tensors(target.func, label, seen, depth + 1)
-        return found + [(lbl, leaf) for lbl, leaf in _labelled([*target.args, *target.keywords.values()],
-                                                                f"{label}.args") if isinstance(leaf, torch.Tensor)]
-    if isinstance(target, types.MethodType):
-        return (_reachable_tensors(target.__self__, label.rsplit(".", 1)[0], seen, depth + 1)
-                + _reachable_tensors(target.__func__, label, seen, depth + 1))
-    if isinstance(target, types.FunctionType):
-        found = []
-        for name, cell in zip(target.__code__.co_freevars, target.__closure__ or ()):
-            try:
-                found += _reachable_tensors(cell.cell_contents, name, seen, depth + 1)
-            except ValueError:  # an empty cell
-                pass
-        for name in _global_names(target.__code__):
-            if name in target.__globals__:
-                found += _reachable_tensors(target.__globals__[name], name, seen, depth + 1)
-        return found
-    return []
+def _read(holder, key):
+    """What a slot holds: a closure cell (``key`` None) or an entry of a dict (globals, ``__dict__``, ``_buffers``)."""
+    if key is None:
+        try:
+            return holder.cell_contents
+        except ValueError:  # an empty cell
+            return _MISSING
+    return holder.get(key, _MISSING)
+
+
+def _write(holder, key, value) -> None:
+    if key is None:
+        if value is _MISSING:
+            del holder.cell_contents
+        else:
+            holder.cell_contents = value
+    elif value is _MISSING:
+        holder.pop(key, None)
+    else:
+        holder[key] = value
 
 
 def _global_names(code: types.CodeType) -> set[str]:
@@ -372,38 +449,215 @@ def _global_names(code: types.CodeType) -> set[str]:
     return names
 
 
-class FunctionState:
-    """The tensors a function reaches outside its arguments, saved so each run starts from them.
+def _own_dict(target) -> dict | None:
+    """``target.__dict__``, or None where reading it fails (a hostile ``__getattr__``): labkit does not look there."""
+    try:
+        return vars(target)
+    except Exception:  # noqa: BLE001
+        return None
 
-    labkit never leaves the caller's objects changed: after the experiment they hold what
-    they held before it, as the arguments do (a module's buffers, a global counter...).
+
+def _is_foreign(target) -> bool:
+    """torch's and labkit's own objects: their attributes are not the learner's state."""
+    return type(target).__module__.split(".")[0] in ("torch", "labkit", "builtins")
+
+
+class _Reach:
+    """What a function can reach without being passed it: closure cells, globals, modules, objects' attributes.
+
+    ``slots``: the names the function can rebind (a global, a closure cell, an attribute, a
+    module's parameter or buffer); ``tensors``: the tensors it can change in place; plus the
+    ``torch.Generator`` and optimizer objects it can advance.
     """
 
     def __init__(self, fn: Callable):
-        found, seen_tensors = {}, set()
-        for label, tensor in _reachable_tensors(fn, getattr(fn, "__name__", "fn"), set()):
-            if id(tensor) not in seen_tensors and not tensor.is_meta:
-                seen_tensors.add(id(tensor))
-                found[label] = tensor
-        self.tensors = found
-        self.saved = {label: t.detach().clone() for label, t in found.items()}
-        self.saved_grads = {label: t.grad for label, t in found.items() if _has_grad_slot(t)}
+        self.tensors: dict[str, torch.Tensor] = {}
+        self.slots: dict[str, tuple] = {}
+        self.generators: dict[str, torch.Generator] = {}
+        self.optimizers: dict[str, torch.optim.Optimizer] = {}
+        self.objects: list = []  # objects whose __dict__ labkit watches for added attributes
+        self._seen: set[int] = set()
+        self._visit(fn, getattr(fn, "__name__", "fn"), 0)
+
+    def _slot(self, label: str, holder, key, depth: int) -> None:
+        self.slots.setdefault(label, (holder, key))
+        value = _read(holder, key)
+        try:
+            if value is not _MISSING:
+                self._visit(value, label, depth + 1)
+        except Exception:  # noqa: BLE001 - an object that fails to be looked at (hostile __getattribute__) is skipped
+            pass
+
+    def _visit(self, target, label: str, depth: int) -> None:
+        if isinstance(target, torch.Tensor):
+            if not target.is_meta and all(target is not t for t in self.tensors.values()):
+                self.tensors[label] = target
+            return
+        if id(target) in self._seen or depth > 3 or isinstance(target, (*_SCALARS, type, types.ModuleType)):
+            return
+        self._seen.add(id(target))
+        if isinstance(target, torch.Generator):
+            self.generators[label] = target
+        elif isinstance(target, torch.optim.Optimizer):
+            self.optimizers[label] = target
+            for i, param in enumerate(p for group in target.param_groups for p in group["params"]):
+                self._visit(param, f"{label}.params[{i}]", depth + 1)
+        elif isinstance(target, torch.nn.Module):
+            self._module(target, label, depth)
+        elif isinstance(target, (list, tuple, dict)):
+            for leaf_label, leaf in _labelled(target, label):
+                self._visit(leaf, leaf_label, depth + 1)
+        elif isinstance(target, functools.partial):
+            self._visit(target.func, label, depth + 1)
+            self._visit([*target.args, *target.keywords.values()], f"{label}.args", depth + 1)
+        elif isinstance(target, types.MethodType):
+            self._visit(target.__self__, label.rsplit(".", 1)[0], depth + 1)
+            self._visit(target.__func__, label, depth + 1)
+        elif isinstance(target, types.FunctionType):
+            self._function(target, depth)
+        elif not _is_foreign(target) and isinstance(_own_dict(target), dict):
+            self._object(target, label, depth)
+
+    def _function(self, fn: types.FunctionType, depth: int) -> None:
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+            self._slot(name, cell, None, depth)
+        stored = _stored_global_names(fn.__code__)
+        for name in sorted(_global_names(fn.__code__)):
+            if name in fn.__globals__ or name in stored:
+                self._slot(name, fn.__globals__, name, depth)
+
+    def _methods(self, target, label: str, depth: int) -> None:
+        """The functions the object's own class defines (``forward``, ``__call__``, helpers they call)."""
+        for klass in type(target).__mro__:
+            if klass.__module__.split(".")[0] in ("torch", "builtins"):
+                continue
+            for value in vars(klass).values():
+                if isinstance(value, (types.FunctionType, staticmethod, classmethod)):
+                    self._visit(getattr(value, "__func__", value), label, depth + 1)
+
+    def _object(self, target, label: str, depth: int) -> None:
+        self.objects.append(target)
+        for key in list(vars(target)):
+            self._slot(f"{label}.{key}", vars(target), key, depth)
+        self._methods(target, label, depth)
+
+    def _module(self, module: torch.nn.Module, label: str, depth: int) -> None:
+        for name, sub in module.named_modules(prefix=label):
+            self._seen.add(id(sub))
+            self.objects.append(sub)
+            for holder in (sub._parameters, sub._buffers):
+                for key in list(holder):
+                    self._slot(f"{name}.{key}", holder, key, depth)
+            for key, value in list(vars(sub).items()):
+                if not (key.startswith("_") and isinstance(value, dict)):  # torch's own registries
+                    self._slot(f"{name}.{key}", vars(sub), key, depth)
+            self._methods(sub, name, depth)
+
+
+def _stored_global_names(code: types.CodeType) -> set[str]:
+    """The globals ``code`` (or a function defined in it) rebinds: ``global counter; counter += 1``."""
+    import dis
+
+    names = {ins.argval for ins in dis.get_instructions(code) if ins.opname in ("STORE_GLOBAL", "DELETE_GLOBAL")}
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _stored_global_names(const)
+    return names
+
+
+def _optimizer_entries(optimizer: torch.optim.Optimizer, label: str) -> dict[str, Any]:
+    """An optimizer's state (momentum buffers, step counts...) and its groups' settings, labelled."""
+    params = [p for group in optimizer.param_groups for p in group["params"]]
+    index = {id(p): i for i, p in enumerate(params)}
+    entries = {f"{label}.state[{index.get(id(p), '?')}][{key!r}]": value
+               for p, state in optimizer.state.items() for key, value in state.items()}
+    entries.update({f"{label}.param_groups[{j}][{key!r}]": value for j, group in enumerate(optimizer.param_groups)
+                    for key, value in group.items() if key != "params" and isinstance(value, _SCALARS)})
+    return entries
+
+
+class FunctionState:
+    """What a function reaches outside its arguments, saved so that each run starts from it.
+
+    Each run starts from the caller's values and gets its own gradients and optimizer state;
+    :meth:`now` says what a run changed; :meth:`restore` puts back every value, name,
+    gradient, generator and random state, so the caller's objects end as they began.
+    Tensors are saved storage and all (``snapshot_tensor``): an expanded tensor stays small.
+    """
+
+    def __init__(self, fn: Callable):
+        reach = _Reach(fn)
+        self.tensors = reach.tensors
+        self.slots = {label: (holder, key, _read(holder, key)) for label, (holder, key) in reach.slots.items()}
+        self.generators = {label: (g, g.get_state()) for label, g in reach.generators.items()}
+        self.optimizers = {label: (o, o.state, o.param_groups) for label, o in reach.optimizers.items()}
+        self.attributes = [(obj, set(vars(obj))) for obj in reach.objects]
+        self.attributes += [(t, set(vars(t))) for t in self.tensors.values()]  # Dynamo marks tensors it compiles
+        self.saved = {label: snapshot_tensor(t) for label, t in self.tensors.items()}
+        self.saved_grads = {label: t.grad for label, t in self.tensors.items() if _has_grad_slot(t)}
+        self.before = {label: original for label, (_, _, original) in self.slots.items()}
+        self.before.update({label: t for label, t in self.tensors.items()})
+        self.before.update({f"{label}.grad": grad for label, grad in self.saved_grads.items()})
+        self.before.update({label: state for label, (_, state) in self.generators.items()})
+        for label, (optimizer, _, _) in self.optimizers.items():
+            self.before.update(_optimizer_entries(optimizer, label))
         self.cpu_rng = torch.get_rng_state()
         self.cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
 
-    def now(self) -> dict[str, torch.Tensor]:
-        """What the tensors hold now (copies; only the ones that changed)."""
-        return {label: t.detach().clone() for label, t in self.tensors.items()
-                if _same(t, self.saved[label]) is not True}
+    def start_run(self) -> None:
+        """Give a run its own gradients (copies of the caller's) and optimizer state (a copy), from saved values."""
+        for label, grad in self.saved_grads.items():
+            self.tensors[label].grad = None if grad is None else grad.detach().clone()
+        for optimizer, state, groups in self.optimizers.values():
+            params = {id(p): p for group in groups for p in group["params"]}
+            optimizer.state, optimizer.param_groups = copy.deepcopy((state, groups), params)
+
+    def now(self) -> dict[str, Any]:
+        """What differs from the start: each changed tensor, name, gradient, generator or optimizer entry (copies)."""
+        changed = {label: snapshot_tensor(t) for label, t in self.tensors.items()
+                   if _same(t, self.saved[label]) is not True}
+        for label, (holder, key, original) in self.slots.items():
+            value = _read(holder, key)
+            if value is not original:
+                changed[label] = snapshot_tensor(value) if isinstance(value, torch.Tensor) else value
+        for label in self.saved_grads:
+            grad, original = self.tensors[label].grad, self.saved_grads[label]
+            if _same(grad, original) is not True:
+                changed[f"{label}.grad"] = None if grad is None else snapshot_tensor(grad)
+        for label, (generator, state) in self.generators.items():
+            if not torch.equal(generator.get_state(), state):
+                changed[label] = generator.get_state()
+        for label, (optimizer, _, _) in self.optimizers.items():
+            entries = _optimizer_entries(optimizer, label)
+            old = {k: v for k, v in self.before.items() if k.startswith((f"{label}.state[", f"{label}.param_groups["))}
+            for name in {**old, **entries}:
+                value = entries.get(name, _MISSING)
+                if _same(value, old.get(name, _MISSING)) is not True:
+                    changed[name] = snapshot_tensor(value) if isinstance(value, torch.Tensor) else value
+        return changed
 
     def restore(self) -> None:
-        """Put every saved tensor and the random number generators back as they were."""
+        """Put every saved value, name, gradient, optimizer state and generator back as it was."""
         with torch.no_grad():
             for label, tensor in self.tensors.items():
                 if _same(tensor, self.saved[label]) is not True:
-                    tensor.copy_(self.saved[label])
+                    raw, saved = _storage_bytes(tensor), _storage_bytes(self.saved[label])
+                    if raw is not None and saved is not None and raw.numel() == saved.numel():
+                        raw.copy_(saved)  # bytes and all: an expanded tensor cannot be written element-wise
+                    else:
+                        tensor.copy_(self.saved[label])
+        for holder, key, original in self.slots.values():
+            if _read(holder, key) is not original:
+                _write(holder, key, original)
+        for obj, keys in self.attributes:
+            for key in set(vars(obj)) - keys:
+                delattr(obj, key) if isinstance(obj, torch.Tensor) else vars(obj).pop(key, None)
         for label, grad in self.saved_grads.items():
-            self.tensors[label].grad = grad  # the caller's own .grad object, as it was
+            self.tensors[label].grad = grad  # the caller's own .grad object, which no run wrote to
+        for optimizer, state, groups in self.optimizers.values():
+            optimizer.state, optimizer.param_groups = state, groups
+        for generator, state in self.generators.values():
+            generator.set_state(state)
         torch.set_rng_state(self.cpu_rng)
         if self.cuda_rng is not None:
             torch.cuda.set_rng_state_all(self.cuda_rng)
@@ -417,14 +671,18 @@ class FunctionState:
             tensor.grad = None
         return grads
 
-    def problems(self, eager_end: dict, compiled_end: dict) -> list[str]:
-        bad = {}
-        for label in self.tensors:
-            e = eager_end.get(label, self.saved[label])
-            c = compiled_end.get(label, self.saved[label])
-            if _same(e, c) is not True:
+    def problems(self, eager_end: dict, compiled_end: dict) -> tuple[list[str], list[str]]:
+        """``(problems, caveats)``: what the two runs left differently, and what labkit could not compare."""
+        bad, caveats = {}, []
+        for label in dict.fromkeys([*eager_end, *compiled_end]):
+            e = eager_end.get(label, self.before.get(label, _MISSING))
+            c = compiled_end.get(label, self.before.get(label, _MISSING))
+            same = _same(e, c)
+            if same is None:
+                caveats.append(f"labkit cannot compare what {label} holds afterwards ({type(e).__name__})")
+            elif not same:
                 bad[label] = [(0, label in eager_end, label in compiled_end)]
-        return _input_problems(bad, many=False, what="")
+        return _input_problems(bad, many=False, what=""), caveats
 
 
 def _has_grad_slot(tensor: torch.Tensor) -> bool:
@@ -666,12 +924,21 @@ def compile_and_compare(
     Contract:
 
     * The caller's data is never changed. Each run gets its own copy of the inputs, taken as
-      a whole (nested lists/dicts, shared storage, ``requires_grad`` and ``mark_dynamic``
-      kept). Tensors ``fn`` reaches otherwise (closure, globals, an ``nn.Module``'s
-      parameters and buffers) and the random number generators are saved first: both runs
-      start from them, the verdict compares where each run left them, and afterwards they
-      hold what they held before. Gradients too: the caller's ``.grad`` tensors are never
-      written; each run starts from no gradient and gets its own.
+      a whole (nested lists/dicts, shared storage, ``requires_grad``, ``.grad``, ``mark_dynamic``
+      and ``torch.Generator`` state kept). What ``fn`` reaches otherwise is saved first, both
+      runs start from it, the verdict compares where each run left it, and afterwards it holds
+      what it held before: tensors in closures, globals, an ``nn.Module``'s parameters, buffers
+      and plain attributes (``self.count += 1``), the names ``fn`` can rebind (``global n``,
+      ``nonlocal``, attributes), a ``torch.Generator`` it uses, an optimizer's state (each run
+      steps its own copy), and the global random generators. Gradients too: the caller's
+      ``.grad`` tensors are never written; each run accumulates into its own copy, so a ``fn``
+      that calls ``.backward()`` itself has its gradients compared (``x.grad``, ``w.grad``).
+      Saved tensors keep the original's footprint: the storage is copied, not the elements
+      (``torch.zeros(1).expand(2**28)`` costs 4 bytes, not 1 GiB). Not restored: the contents
+      of plain Python lists, dicts and sets ``fn`` changes in place.
+    * Values are compared as ``torch.testing.assert_close`` compares them: each dtype's default
+      tolerance (bf16/fp16 get theirs, not fp32's), NaN equal to NaN; a Python float gets
+      float32's tolerance.
     * Counts start from zero without ``torch.compiler.reset()``: a fresh copy of ``fn`` is
       compiled, so the caller's own compiled functions and compile callbacks are untouched.
       Dynamo's memory of changing sizes (automatic dynamic shapes) is given a clean slate
@@ -689,9 +956,11 @@ def compile_and_compare(
     state = FunctionState(fn)
     try:
         lab_ops.reset_calls()
+        state.start_run()
         eager_runs, eager_error, eager_grads = _run_all(fn, call_args, names, "eager", backward, state)
         eager_calls, eager_state = lab_ops.call_counts(), state.now()
         state.restore()
+        state.start_run()
 
         dynamo_graphs, aot_graphs, backward_graphs, code, per_call = [], [], [], [], []
         lab_ops.reset_calls()
@@ -724,10 +993,11 @@ def compile_and_compare(
 
     verdict = None
     if error is None and eager_error is None:
-        verdict = compare_runs(call_args, eager_runs, compiled_runs, names)
-        state_problems = state.problems(eager_state, compiled_state)
-        if state_problems:
-            verdict = dataclasses.replace(verdict, state_match=False, problems=verdict.problems + tuple(state_problems))
+        verdict = compare_runs(call_args, eager_runs, compiled_runs, names, with_grads=not backward)
+        state_problems, state_caveats = state.problems(eager_state, compiled_state)
+        verdict = dataclasses.replace(verdict, state_match=not state_problems,
+                                      problems=verdict.problems + tuple(state_problems),
+                                      caveats=verdict.caveats + tuple(state_caveats))
         if backward:
             verdict = _with_gradients(verdict, eager_grads, compiled_grads)
         verdict = _random_caveat(backend, aot_graphs or dynamo_graphs, verdict)
