@@ -309,6 +309,9 @@ def _check_inputs(call: Sequence, names: Sequence[str]) -> None:
             if isinstance(leaf, torch.Tensor) and leaf.is_meta:
                 raise InputError(f"{label} is a meta tensor, which has no values to compare: pass a real tensor "
                                  f"(e.g. torch.zeros({list(leaf.shape)}, dtype={leaf.dtype})).")
+            if isinstance(leaf, torch.Tensor) and leaf.is_nested:
+                raise InputError(f"{label} is a nested tensor, which labkit cannot copy and compare: pass a padded "
+                                 f"one, torch.nested.to_padded_tensor({label}, 0.0), or its pieces as a list.")
 
 
 def copy_inputs(call: Sequence, names: Sequence[str] | None = None) -> tuple:

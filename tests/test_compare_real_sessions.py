@@ -10,6 +10,8 @@ checks that labkit still sees one.
 import pytest
 import torch
 
+import labkit
+
 from labkit import compile_and_compare
 from labkit.stages import FunctionState, snapshot_tensor
 
@@ -247,3 +249,10 @@ hostile, weight = Hostile(), torch.ones(1)
 def test_an_object_that_cannot_be_looked_at_is_skipped_not_a_crash():
     state = FunctionState(lambda x: x + weight if hostile else x)
     assert list(state.tensors) == ["weight"] and "hostile" in state.slots
+
+
+@pytest.mark.parametrize("layout", [torch.strided, torch.jagged])
+def test_a_nested_tensor_input_gets_one_sentence(layout):
+    nested = torch.nested.nested_tensor([torch.ones(2), torch.ones(3)], layout=layout)
+    with pytest.raises(labkit.stages.InputError, match="is a nested tensor.*to_padded_tensor"):
+        labkit.compile_and_compare(lambda t: t * 2, nested)

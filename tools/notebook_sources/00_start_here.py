@@ -78,7 +78,10 @@ print("This notebook runs its examples on:", device.type)
 # - **`labkit.setup()`** turns on labkit's *fingerprinted* cache policy and says so: it appends a hash of
 #   every live custom op's declaration to `torch.compiler.config.cache_key_tag` (keeping any tag you set
 #   yourself), so that changing a declaration cannot bring back a compiled artifact built for the old one
-#   (notebook 04 shows why that matters). It also warms Inductor up, right there, on this thread.
+#   (notebook 04 shows why that matters). The same hash rides in each key on a do-nothing Inductor pass, put
+#   in `torch._inductor.config.post_grad_custom_post_pass` only when that slot is empty (yours is never
+#   replaced), so your own `torch.compiler.reset()` does not switch the policy off. It also warms Inductor up,
+#   right there, on this thread.
 # - **`labkit.compile_and_compare(fn, *inputs)`** is not a plain `torch.compile`. It compiles a fresh copy
 #   of `fn` instead of calling `torch.compiler.reset()`, so your own compiled functions stay compiled (only
 #   notebook 04's naming experiment resets, because the bug it shows survives a reset). It
@@ -102,6 +105,8 @@ assert torch_defaults["backend"] in ("inductor", None)    # None (torch 2.13): t
 assert torch_defaults["dynamic"] is None and torch_defaults["fullgraph"] is False
 assert defaults(labkit.compile_and_compare, knobs) == {"backend": "aot_eager", "dynamic": False, "fullgraph": False}
 assert labkit.cache.TAG_PREFIX in torch.compiler.config.cache_key_tag     # the fingerprinted policy is on
+key_pass = torch._inductor.config.post_grad_custom_post_pass               # ... and its pass, in the empty slot
+assert key_pass is not None and key_pass.uuid().startswith(labkit.cache.TAG_PREFIX)
 
 # %% [markdown]
 # And your own compiled function stays compiled across a labkit experiment (a backend that counts compiles):
