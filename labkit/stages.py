@@ -188,10 +188,11 @@ def snapshot_tensor(t: torch.Tensor) -> torch.Tensor:
     """A copy of ``t``'s values that takes the memory ``t`` takes, not one element per index.
 
     The storage is copied and viewed with ``t``'s strides, so ``torch.zeros(1).expand(2**28)``
-    copies 4 bytes; ``clone()`` would materialise all 2**28 elements (1 GiB).
+    copies 4 bytes; ``clone()`` would materialise all 2**28 elements (1 GiB). Where the storage is
+    bigger than the elements (a small view of a big base), the elements are cloned instead.
     """
     raw = _storage_bytes(t)
-    if raw is not None:
+    if raw is not None and raw.numel() <= t.numel() * t.element_size():
         try:
             return _over_bytes(raw.clone(), t)
         except (RuntimeError, TypeError):
@@ -460,9 +461,26 @@ def _own_dict(target) -> dict | None:
         return None
 
 
+def _stateful_torch_types() -> tuple[type, ...]:
+    """torch objects whose plain attributes are training state a function advances (``scheduler.step()``)."""
+    found = [getattr(torch.optim.lr_scheduler, "LRScheduler", None), getattr(torch.amp, "GradScaler", None)]
+    return tuple(t for t in found if isinstance(t, type))
+
+
 def _is_foreign(target) -> bool:
-    """torch's and labkit's own objects: their attributes are not the learner's state."""
+    """torch's and labkit's own objects: their attributes are not the learner's state (schedulers and scalers are)."""
+    if isinstance(target, _stateful_torch_types()):
+        return False
     return type(target).__module__.split(".")[0] in ("torch", "labkit", "builtins")
+
+
+def _fresh(label: str, taken) -> str:
+    """``label``, or ``label#2``, ``label#3``... where ``label`` already names something else."""
+    n = 2
+    fresh = label
+    while fresh in taken:
+        fresh, n = f"{label}#{n}", n + 1
+    return fresh
 
 
 class _Reach:
@@ -482,8 +500,13 @@ class _Reach:
         self._seen: set[int] = set()
         self._visit(fn, getattr(fn, "__name__", "fn"), 0)
 
-    def _slot(self, label: str, holder, key, depth: int) -> None:
-        self.slots.setdefault(label, (holder, key))
+    def _slot(self, label: str, holder, key, depth: int, where: str | None = None) -> None:
+        known = self.slots.get(label)
+        if known is not None and (known[0] is holder and known[1] == key):
+            return  # the same name, reached twice
+        if known is not None:  # another name with the same label (a global w and a closure's w)
+            label = _fresh(f"{where}.{label}" if where else label, self.slots)
+        self.slots[label] = (holder, key)
         value = _read(holder, key)
         try:
             if value is not _MISSING:
@@ -494,7 +517,7 @@ class _Reach:
     def _visit(self, target, label: str, depth: int) -> None:
         if isinstance(target, torch.Tensor):
             if not target.is_meta and all(target is not t for t in self.tensors.values()):
-                self.tensors[label] = target
+                self.tensors[_fresh(label, self.tensors)] = target
             return
         if id(target) in self._seen or depth > 3 or isinstance(target, (*_SCALARS, type, types.ModuleType)):
             return
@@ -523,7 +546,7 @@ class _Reach:
 
     def _function(self, fn: types.FunctionType, depth: int) -> None:
         for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
-            self._slot(name, cell, None, depth)
+            self._slot(name, cell, None, depth, where=fn.__name__)
         stored = _stored_global_names(fn.__code__)
         for name in sorted(_global_names(fn.__code__)):
             if name in fn.__globals__ or name in stored:

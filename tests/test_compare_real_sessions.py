@@ -208,7 +208,9 @@ def test_snapshot_keeps_values_and_layout():
     base = torch.arange(12.0).reshape(3, 4)
     for t in (base, base.t(), base[1:, ::2], torch.ones(1, dtype=torch.bfloat16).expand(5, 2)):
         copy = snapshot_tensor(t)
-        assert torch.equal(copy, t) and copy.stride() == t.stride()
+        assert torch.equal(copy, t)
+        if t.untyped_storage().nbytes() <= t.numel() * t.element_size():  # else: its elements, cloned
+            assert copy.stride() == t.stride()
         assert copy.untyped_storage().data_ptr() != t.untyped_storage().data_ptr()
     sparse = torch.eye(2).to_sparse()
     assert torch.equal(snapshot_tensor(sparse).to_dense(), torch.eye(2))
@@ -256,3 +258,55 @@ def test_a_nested_tensor_input_gets_one_sentence(layout):
     nested = torch.nested.nested_tensor([torch.ones(2), torch.ones(3)], layout=layout)
     with pytest.raises(labkit.stages.InputError, match="is a nested tensor.*to_padded_tensor"):
         labkit.compile_and_compare(lambda t: t * 2, nested)
+
+
+# --- review mends: one label per name, schedulers and scalers, small views of big bases ---------
+
+shared_name = torch.zeros(2)
+
+
+def _make_helper():
+    shared_name = torch.zeros(2)  # noqa: F811 - a closure cell with the global's name, on purpose
+
+    def helper(x):
+        shared_name.add_(1)
+        return x + shared_name
+    return helper, shared_name
+
+
+def test_a_closure_cell_and_a_global_of_the_same_name_are_both_put_back():
+    helper, cell_tensor = _make_helper()
+
+    def fn(x):
+        shared_name.add_(1)
+        return helper(x)
+
+    report = compile_and_compare(fn, torch.ones(2))
+    assert report.verdict.agree, str(report.verdict)
+    assert torch.equal(shared_name, torch.zeros(2)) and torch.equal(cell_tensor, torch.zeros(2))
+
+
+scheduled_model = torch.nn.Linear(2, 2)
+scheduled_optimizer = torch.optim.SGD(scheduled_model.parameters(), lr=0.1)
+scheduler = torch.optim.lr_scheduler.StepLR(scheduled_optimizer, step_size=1, gamma=0.5)
+
+
+def test_a_learning_rate_scheduler_is_put_back_after_the_runs():
+    def step(x):
+        scheduled_optimizer.zero_grad()
+        scheduled_model(x).sum().backward()
+        scheduled_optimizer.step()
+        scheduler.step()
+        return scheduled_optimizer.param_groups[0]["lr"] * x
+
+    before = (scheduler.last_epoch, scheduler.get_last_lr())
+    report = compile_and_compare(step, torch.ones(2))
+    assert report.verdict.agree, str(report.verdict)
+    assert (scheduler.last_epoch, scheduler.get_last_lr()) == before
+
+
+def test_a_small_view_of_a_big_base_is_snapshotted_at_its_own_size():
+    base = torch.zeros(2 ** 20)
+    view = base[:4]
+    copy = snapshot_tensor(view)
+    assert copy.untyped_storage().nbytes() == 16 and torch.equal(copy, view)
