@@ -41,6 +41,7 @@ _state = {
     "written_tag": None,  # the tag labkit last wrote (a different value means the user changed it)
     "user_force_disable": None,  # the user's force_disable_caches, while "disabled" is on
     "isolation": None,  # the ExitStack holding the "isolated" policy's fresh cache directory
+    "key_pass": False,  # whether labkit's no-op Inductor pass carries the fingerprint (the slot was free)
 }
 
 
@@ -65,6 +66,16 @@ def fingerprint() -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
+def _users_part(tag: str) -> str:
+    """The learner's own part of a ``cache_key_tag``: everything before labkit's fingerprint, if any.
+
+    A tag can hold an old fingerprint of labkit's without labkit having just written it (a
+    ``torch.compiler.config.patch`` block restores the value it found): that part is never the user's.
+    """
+    mark = tag.find(TAG_PREFIX)
+    return tag if mark < 0 else tag[:mark].rstrip("-")
+
+
 def _tag(user_tag: str) -> str:
     return f"{user_tag}-{TAG_PREFIX}{fingerprint()}" if user_tag else TAG_PREFIX + fingerprint()
 
@@ -83,7 +94,7 @@ def refresh() -> None:
         return
     cfg = torch.compiler.config
     if cfg.cache_key_tag != _state["written_tag"]:
-        _state["user_tag"] = cfg.cache_key_tag  # set by the user since labkit last wrote it
+        _state["user_tag"] = _users_part(cfg.cache_key_tag)  # set by the user since labkit last wrote it
     _state["written_tag"] = cfg.cache_key_tag = _tag(_state["user_tag"])
     internals.on_dynamo_compile_start(refresh)
 
@@ -104,16 +115,20 @@ def _hook(active: bool) -> None:
     ops.on_change(refresh, active)
     internals.after_reset(refresh, active)
     internals.on_dynamo_compile_start(refresh, active)
-    internals.key_every_compile_on(_key_part if active else None)
+    _state["key_pass"] = internals.key_every_compile_on(_key_part if active else None)
 
 
 def enable() -> str:
     """Turn on the ``"fingerprinted"`` policy (``labkit.setup()`` calls this); return one line saying so."""
     set_policy("fingerprinted")
     yours = f" (appended to your tag {_state['user_tag']!r})" if _state["user_tag"] else ""
-    return ("compile caches: labkit adds a hash of the custom ops' declarations to "
+    line = ("compile caches: labkit adds a hash of the custom ops' declarations to "
             f"torch.compiler.config.cache_key_tag{yours} against stale artifacts (pytorch #187319); "
             "labkit.cache.set_policy('default') undoes it.")
+    if not _state["key_pass"]:
+        line += (" Your own post_grad_custom_post_pass is kept, so the tag alone carries the hash: after "
+                 "torch.compiler.reset(), call labkit.cache.refresh() before compiling again.")
+    return line
 
 
 def counters() -> dict[str, int]:
@@ -164,6 +179,8 @@ def _leave() -> None:
         _hook(False)
         if cfg.cache_key_tag == _state["written_tag"]:
             cfg.cache_key_tag = _state["user_tag"]
+        else:  # changed since labkit wrote it: keep the change, drop any fingerprint of labkit's in it
+            cfg.cache_key_tag = _users_part(cfg.cache_key_tag)
         _state["written_tag"] = None
     elif current == "isolated" and _state["isolation"] is not None:
         _state["isolation"].close()

@@ -213,3 +213,46 @@ def test_nested_using_blocks_give_the_outer_one_back(outer, inner):
         assert torch.compiler.config.force_disable_caches == (outer == "disabled")
     assert not os.path.exists(outer_dir) and os.environ.get("TORCHINDUCTOR_CACHE_DIR") == saved_dir
     assert cache.policy() == "fingerprinted"
+
+
+def test_with_the_learners_own_post_grad_pass_the_policy_says_how_to_stay_right_after_a_reset():
+    """The slot is taken (as vLLM does): only the tag carries the hash, and a reset switches its hook off."""
+    import torch._inductor.config as inductor_config
+    from torch._inductor.custom_graph_pass import CustomGraphPass
+
+    class UsersPass(CustomGraphPass):
+        def __call__(self, graph):
+            return None
+
+        def uuid(self):
+            return "the-learners-pass"
+
+    users_pass = UsersPass()
+    with inductor_config.patch(post_grad_custom_post_pass=users_pass), cache.using("fingerprinted"):
+        assert "call labkit.cache.refresh()" in cache.enable()
+        assert inductor_config.post_grad_custom_post_pass is users_pass
+        _raw_bump(mutating=False, adds=1)
+        assert _compile_and_run(_uses_raw_bump) == ([0.0, 0.0], 0)
+        torch.compiler.reset()
+        _raw_bump(mutating=True, adds=5)
+        assert _compile_and_run(_uses_raw_bump) == ([0.0, 0.0], 1), "stale without refresh(): the one-line advice"
+        torch.compiler.reset()
+        _raw_bump(mutating=False, adds=1)
+        torch.compiler.reset()
+        _raw_bump(mutating=True, adds=5)
+        cache.refresh()  # what the line says to do
+        assert _compile_and_run(_uses_raw_bump) == ([5.0, 5.0], 0)
+    assert "call labkit.cache.refresh()" not in cache.enable()  # the slot is free again: no advice needed
+
+
+def test_a_config_patch_that_puts_an_old_fingerprint_back_is_never_taken_for_the_users_tag(restore_policy):
+    """Found by CI: a ``config.patch(cache_key_tag=...)`` block restores labkit's *old* tag on exit; the next
+    refresh took it for the learner's own, and ``set_policy("default")`` left it behind."""
+    cache.set_policy("fingerprinted")
+    with torch.compiler.config.patch(cache_key_tag="mine"):
+        declare(name="t::patched")
+        assert torch.compiler.config.cache_key_tag.startswith("mine-" + cache.TAG_PREFIX)
+    declare(name="t::patched_after")
+    assert torch.compiler.config.cache_key_tag.count(cache.TAG_PREFIX) == 1
+    cache.set_policy("default")
+    assert torch.compiler.config.cache_key_tag == ""
