@@ -252,7 +252,9 @@ assert again_run == ([1.0, 1.0], 1)            # the caches still work for an un
 # does **not** hash ops defined in C++ (`TORCH_LIBRARY` in an extension), nor the *code* of a kernel, a fake
 # kernel or a backward formula (section 4). labkit carries it into every cache key with a no-op Inductor pass
 # (`torch._inductor.config.post_grad_custom_post_pass`, whose `uuid()` torch hashes), so your own
-# `torch.compiler.reset()` — `compile_once` above calls it — does not switch it off:
+# `torch.compiler.reset()` — `compile_once` above calls it — does not switch it off. (Where your own pass holds
+# that slot, labkit leaves it to you, and `labkit.setup()`'s line asks for `labkit.cache.refresh()` after a
+# reset.) The third compile below, of the same declaration, must hit the cache: the key is new, not skipped.
 
 # %%
 with labkit.cache.using("fingerprinted"):
@@ -260,6 +262,7 @@ with labkit.cache.using("fingerprinted"):
     with_labkit = [compile_once(uses_fix, torch.zeros(2))]   # resets first, as a notebook does
     declare_fix(mutating=True)
     with_labkit.append(compile_once(uses_fix, torch.zeros(2)))
+    with_labkit.append(compile_once(uses_fix, torch.zeros(2)))   # unchanged: the cache must answer
 
 fingerprints = {"before": labkit.cache.fingerprint()}
 vllm_style = torch.library.Library("nb04lib", "FRAGMENT")
@@ -273,7 +276,7 @@ print("with labkit, after your own resets:", with_labkit, "  (x after, FX-graph 
 print("fingerprint changed by:", {step: fingerprints[step] != fingerprints["before"] for step in list(fingerprints)[1:]})
 
 # %%
-assert with_labkit == [([0.0, 0.0], 0), ([1.0, 1.0], 0)]   # the fix compiled afresh despite the reset
+assert with_labkit == [([0.0, 0.0], 0), ([1.0, 1.0], 0), ([1.0, 1.0], 1)]   # a new key despite the reset, then a hit
 assert len({fingerprints["before"], fingerprints["Library.define"], fingerprints["+ register_fake"]}) == 3
 assert fingerprints["destroyed"] == fingerprints["before"]
 

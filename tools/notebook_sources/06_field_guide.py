@@ -224,8 +224,8 @@ assert list(verdicts.values()) == [False, True, False, True, False, False, False
 # Read the TRUE rows closely:
 #
 # - **"Custom ops run eagerly under `fullgraph=False`"** holds for an op whose fake kernel calls
-#   `new_dynamic_size` — a data-dependent output size, or an `int` counted from the data: Dynamo breaks the graph
-#   at the op. It is false for a shape-following op in a frame that compiles — there, as a "workaround" against
+#   `new_dynamic_size` — a data-dependent output size, or an `int` counted from the data: with default settings
+#   Dynamo breaks the graph at the op (notebook 07 §3: `capture_dynamic_output_shape_ops=True` captures it). It is false for a shape-following op in a frame that compiles — there, as a "workaround" against
 #   dead-code elimination, it does nothing. But "*only* data-dependent sizes run eagerly" is false too (its row
 #   above): the `int` op runs eagerly, and so does `double` in a frame past `recompile_limit`, on an input no
 #   compiled graph accepts.
@@ -437,7 +437,8 @@ assert all(word in graph_text for word in ("auto_functionalized_v2", "copy_", "w
 #   and give an op with an outside effect a registered effect (a private API on torch 2.13); nothing can detect a
 #   hidden Python side effect.
 # - "Custom ops run eagerly under `fullgraph=False`" is false for a shape-following op in a frame that compiles;
-#   it holds for an op whose fake kernel calls `new_dynamic_size` (a data-dependent size, or an `int`), and for a
+#   with default settings it holds for an op whose fake kernel calls `new_dynamic_size` (a data-dependent size, or
+#   an `int`), and for a
 #   shape-following op too once its frame is past `recompile_limit` and meets a new input. "reset fixes it" is false; the real trap
 #   after a changed declaration is the compile caches.
 # - A model's bugs come one at a time: a compile error hides a silent one behind it. Fix, re-audit, re-compare.

@@ -93,6 +93,7 @@ print("the op's output, as traced:", op_node.meta["example_value"].shape)
 
 # %%
 assert len(graphs) == 1 and calls == {"positives": 1}
+assert op_node.target is torch.ops.nb07.positives.default    # one live OpOverload, also on a re-run (labkit keeps it)
 assert str(op_node.meta["example_value"].shape) == "torch.Size([u0])"
 assert "Runtime assertion failed for expression u0 >= 0" in graphs[0].code
 asserts = [n for n in graphs[0].graph.nodes if n.target is torch.ops.aten._assert_scalar.default]

@@ -406,9 +406,8 @@ else:
     print(f"torch {torch.__version__} has no torch.Tag.out (it arrived in 2.13): skipped.")
 
 # %% [markdown]
-# What does the tag change? There is no clone above, but there would be none without the tag either: nothing
-# reads the fresh buffer's old contents. The tag matters when something **reads the buffer's old value after
-# the call**. Below, `old = buf * 3` reads it; in the graph Inductor re-inplaces, that read sits after the call
+# What does the tag change? There is no clone above, and nothing there reads the buffer's old contents. The tag
+# matters when something **reads the buffer's old value after the call**. Below, `old = buf * 3` reads it; in the graph Inductor re-inplaces, that read sits after the call
 # (Inductor moves it next to its use, and fuses it with the final add). The same out= kernel, declared twice:
 # with `Tag.out`, and with plain `mutates_args={"out"}` (positional `out`, returning nothing):
 
