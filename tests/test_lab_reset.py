@@ -88,17 +88,22 @@ def _committed(folder: pathlib.Path) -> None:
     _git(folder, "commit", "-qm", "published")
 
 
+def _published(folder: pathlib.Path, tmp_path: pathlib.Path, committed: bool) -> None:
+    """The lab as published: a git commit, or (a zip download) the copies binder/postBuild keeps."""
+    if committed:
+        _committed(folder)
+    else:
+        subprocess.run([str(folder / "binder" / "postBuild"), str(tmp_path / "prefix")], check=True,
+                       env=dict(os.environ, GIT_CEILING_DIRECTORIES=str(folder.parent)))
+
+
 def _lab_names(folder: pathlib.Path) -> list[str]:
     return sorted(p.stem for p in (folder / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
 
 @pytest.mark.parametrize("committed", [True, False])
 def test_an_unknown_notebook_gets_one_sentence_listing_the_labs_notebooks(lab_copy, tmp_path, committed):
-    if committed:
-        _committed(lab_copy)
-    else:
-        subprocess.run([str(lab_copy / "binder" / "postBuild"), str(tmp_path / "prefix")], check=True,
-                       env=dict(os.environ, GIT_CEILING_DIRECTORIES=str(lab_copy.parent)))
+    _published(lab_copy, tmp_path, committed)
     names = _lab_names(lab_copy)
     assert len(names) >= 10  # 00 to 09 at least: the range below is derived, not written here
     done = _lab(lab_copy, "reset", "7")
@@ -140,11 +145,7 @@ def test_jupyterlabs_copy_is_not_taken_for_the_notebook(lab_copy):
 
 @pytest.mark.parametrize("committed", [True, False])
 def test_a_deleted_notebook_is_restored(lab_copy, tmp_path, committed):
-    if committed:
-        _committed(lab_copy)
-    else:
-        subprocess.run([str(lab_copy / "binder" / "postBuild"), str(tmp_path / "prefix")], check=True,
-                       env=dict(os.environ, GIT_CEILING_DIRECTORIES=str(lab_copy.parent)))
+    _published(lab_copy, tmp_path, committed)
     published = (lab_copy / "notebooks" / NAME).read_bytes()
     (lab_copy / "notebooks" / NAME).unlink()
     done = _lab(lab_copy, "reset", "02")
