@@ -29,6 +29,7 @@ import torch
 
 from . import _torch_internals as internals
 from . import checks, ops
+from .logs import torch_loggers
 from .stages import InputError, as_torch_error, compile_and_compare, copy_inputs
 
 COMPILE_MODES = (("aot_eager", False), ("aot_eager", True), ("inductor", False), ("inductor", True))
@@ -247,8 +248,7 @@ def _torch_logs_held_back():
     then removed: levels, handlers and ``TORCH_LOGS`` settings are never touched.
     """
     keep = _KeepTorchRecords()
-    loggers = [logging.getLogger()] + [logger for name, logger in list(logging.Logger.manager.loggerDict.items())
-                                       if isinstance(logger, logging.Logger) and name.split(".")[0] == "torch"]
+    loggers = [logging.getLogger(), *torch_loggers().values()]
     handlers = {id(h): h for logger in loggers for h in logger.handlers}
     if logging.lastResort is not None:
         handlers[id(logging.lastResort)] = logging.lastResort

@@ -48,14 +48,15 @@ def torch_logs(**settings) -> Iterator[CapturedLog]:
         _restore_torch_logging(before)
 
 
-def _torch_loggers() -> dict[str, logging.Logger]:
+def torch_loggers() -> dict[str, logging.Logger]:
+    """Every logger named ``torch`` or ``torch.*`` that exists now (audit and torch_logs both need them)."""
     return {name: logger for name, logger in logging.Logger.manager.loggerDict.items()
             if (name == "torch" or name.startswith("torch.")) and isinstance(logger, logging.Logger)}
 
 
 def _torch_logging_now() -> tuple[object, dict]:
     loggers = {name: (logger, list(logger.handlers), logger.level, logger.propagate)
-               for name, logger in _torch_loggers().items()}
+               for name, logger in torch_loggers().items()}
     return internals.torch_log_state(), loggers
 
 
