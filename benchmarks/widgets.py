@@ -53,11 +53,13 @@ def timed(action) -> float:
 def declaration_states():
     lab = w.DeclarationLab(namespace="bench_d")
     rows = []
-    for declaration, backend, dynamic in itertools.product(e.DECLARATIONS, ["aot_eager", "inductor"], e.DYNAMIC_CHOICES):
-        new = timed(lambda: lab.set(declaration=declaration, backend=backend, dynamic=dynamic))
+    for declaration, backend, dynamic in itertools.product(e.DECLARATIONS, ["aot_eager", "inductor"],
+                                                      e.DYNAMIC_CHOICES):
+        new = timed(lambda: lab.set(declaration=declaration, backend=backend, dynamic=dynamic))  # noqa: B023 - called now
         op = labkit.ops.live_ops()[e.declaration_spec(declaration, "bench_d").name]
         try:
-            reference = both(e.uses_result(op), [(torch.arange(4.0),), (torch.arange(6.0),)], backend, e.DYNAMIC_CHOICES[dynamic])
+            reference = both(e.uses_result(op), [(torch.arange(4.0),), (torch.arange(6.0),)], backend,
+                             e.DYNAMIC_CHOICES[dynamic])
         except Exception:  # noqa: BLE001 - the error states fail in torch too; no fair reference
             reference = None
         rows.append((new, reference))
@@ -70,7 +72,7 @@ def dynamic_states():
     lab = w.DynamicLab(namespace="bench_c")
     rows, seen = [], {lab.state}       # the state it opened with is computed already
     for values in lab.every_state():
-        new = timed(lambda: lab.set(**values))
+        new = timed(lambda: lab.set(**values))  # noqa: B023 - called now
         if lab.state in seen:       # the output size only matters for one declaration: a state seen already
             continue
         seen.add(lab.state)

@@ -15,9 +15,10 @@ from unittest import mock
 
 import torch
 
-# Releases on which every notebook passed in tools/torch_matrix.py's table (docs/torch-versions.md);
-# tests/test_env.py checks that this tuple is that table's.
+# Releases on which every notebook passed in tools/torch_matrix.py's table (docs/torch-versions.json).
+# BEGIN checked-on: generated from pyproject.toml [tool.lab] by tools/build_notebooks.py --facts: do not edit
 CHECKED_ON = ("2.11.0", "2.12.1", "2.13.0", "2.14.1", "2.15.0")
+# END checked-on
 
 # The private names labkit imports, lazily, in the helpers below; the too-old-torch gate looks them
 # up first, so that an older torch gets one sentence on ``import labkit``, never an ImportError.
@@ -209,7 +210,8 @@ def keep_destroyed(registration) -> None:
 
 
 def registration_of(opdef) -> object:
-    """The token torch keeps for ``opdef``'s registration (its Library); compare it with :func:`current_registration`."""
+    """The token torch keeps for ``opdef``'s registration (its Library); compare it with
+    :func:`current_registration`."""
     return opdef._lib
 
 

@@ -199,9 +199,11 @@ def _compile_findings(overload, call: _Call) -> list[Finding]:
         report = compile_and_compare(discards_result, *values, backend=backend, dynamic=dynamic)
         label = f"{backend}, dynamic={dynamic}"
         if report.error is not None:
-            failures.setdefault(f"torch.compile raised {report.error.type_name}: {report.error.message}", []).append(label)
+            problem = f"torch.compile raised {report.error.type_name}: {report.error.message}"
+            failures.setdefault(problem, []).append(label)
         elif report.verdict is not None and not report.verdict.agree:
-            failures.setdefault(f"compiled result differs from eager: {'; '.join(report.verdict.problems)}", []).append(label)
+            problem = f"compiled result differs from eager: {'; '.join(report.verdict.problems)}"
+            failures.setdefault(problem, []).append(label)
     return [Finding("compile", f"{problem} ({' / '.join(labels)})",
                     "this is what a user of the op would see under torch.compile",
                     "fix the declaration findings; a compile error usually means a missing or wrong fake kernel")

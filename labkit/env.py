@@ -13,10 +13,11 @@ import torch
 from . import _torch_internals as internals
 
 # The oldest torch on which every notebook passes, measured by tools/torch_matrix.py
-# (docs/torch-versions.md). Stated here so that the gate works where pyproject.toml is absent
-# (Colab installs labkit with --no-deps); tests/test_env.py checks that pyproject's
-# [tool.lab] minimum_torch, its dependency floor and requirements.txt all say the same.
+# (docs/torch-versions.md). Written here from pyproject's [tool.lab] minimum_torch so that the gate
+# works where pyproject.toml is absent (Colab installs labkit with --no-deps).
+# BEGIN minimum-torch: generated from pyproject.toml [tool.lab] by tools/build_notebooks.py --facts: do not edit
 MINIMUM_TORCH = (2, 11)
+# END minimum-torch
 REQUIRED_FEATURES = (
     ("torch.library.custom_op", lambda: torch.library.custom_op),
     ("torch.library.opcheck", lambda: torch.library.opcheck),

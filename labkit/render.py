@@ -201,7 +201,7 @@ def draw_fate(report: StageReport, op_name: str, ax=None):
         _, ax = plt.subplots(figsize=(7.5, 1.6))
     fate = report.fate(op_name)
     outside = ran_outside_graphs(fate)
-    for i, (stage, title) in enumerate(STAGES):
+    for i, (stage, _title) in enumerate(STAGES):
         present = fate[stage]
         colour = {True: "#c8ecd2", False: "#f8c9cf", None: "#e6e6e6"}[present]
         word = {True: "kept", False: "removed", None: "not run"}[present]

@@ -359,7 +359,8 @@ def _differences(before: dict, after: dict) -> set[str]:
 
 
 def _argument_values(args: Sequence, names: Sequence[str], with_grads: bool) -> dict[str, Any]:
-    """Every leaf of the arguments by its path, and with ``with_grads`` the ``.grad`` of each leaf that requires grad."""
+    """Every leaf of the arguments by its path, and with ``with_grads`` the ``.grad`` of each leaf that requires
+    grad."""
     values = {}
     for name, value in zip(names, args):
         for label, leaf in _labelled(value, name):

@@ -15,7 +15,7 @@ import torch
 
 import labkit
 from labkit import _torch_internals as internals
-from labkit import compile_and_compare, experiments, naming, widgets
+from labkit import compile_and_compare, experiments, widgets
 from labkit.stages import split_qualname
 
 
@@ -24,9 +24,9 @@ from labkit.stages import split_qualname
 
 def test_tensors_inside_lists_are_copied_and_compared():
     xs = [torch.zeros(3), torch.zeros(3)]
-    report = compile_and_compare(lambda l: [t.add_(1) for t in l], xs)
+    report = compile_and_compare(lambda ts: [t.add_(1) for t in ts], xs)
     assert all(torch.equal(t, torch.zeros(3)) for t in xs)  # the caller's list is untouched
-    assert report.verdict.agree and report.verdict.mutated_eager == ("l[0]", "l[1]")
+    assert report.verdict.agree and report.verdict.mutated_eager == ("ts[0]", "ts[1]")
 
 
 def test_a_mutation_inside_a_dict_is_seen():

@@ -30,8 +30,9 @@ pytestmark = pytest.mark.slow  # repo2docker and pip dry runs: minutes, and what
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 BINDER = ROOT / "binder"
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
-REFERENCE_TORCH = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["lab"]["reference_torch"]
-TORCH_PIN = f"torch=={REFERENCE_TORCH}+cpu"
+# The pin is written from pyproject's [tool.lab] reference_torch by tools/build_notebooks.py --facts
+# (tests/test_notebooks_sources.py checks it is current); these tests check what it pins.
+TORCH_PIN = next(line for line in _lines(BINDER / "requirements.txt") if re.match(r"torch\b", line))
 PYTHON = "3.11"
 BINDER_UID, BINDER_USER = "1000", "jovyan"  # what BinderHub passes to repo2docker
 
@@ -68,7 +69,7 @@ def test_repo2docker_picks_the_pip_buildpack_not_conda(dry_run):
     """An environment.yml anywhere it looks would switch Binder to conda and skip our pip file."""
     assert "environment.yml" not in dry_run
     assert not re.search(r"\benv\s+(update|create)\b", dry_run), dry_run
-    pip_lines = [l for l in _dockerfile(dry_run) if re.match(r"RUN\b.*\bpip\b.*\binstall\b", l)]
+    pip_lines = [ln for ln in _dockerfile(dry_run) if re.match(r"RUN\b.*\bpip\b.*\binstall\b", ln)]
     assert len(pip_lines) == 1, pip_lines  # only binder/requirements.txt, never the root one
     assert re.search(r'\binstall\b.*\s-r\s+"?binder/requirements\.txt"?(\s|$)', pip_lines[0])
 
@@ -76,14 +77,14 @@ def test_repo2docker_picks_the_pip_buildpack_not_conda(dry_run):
 def test_binder_requirements_are_installed_after_the_repo_is_copied(dry_run):
     """``-e .`` needs the whole repository in place, and as the notebook user, who owns it."""
     lines = _dockerfile(dry_run)
-    pip = next(i for i, l in enumerate(lines) if re.search(r"\bpip\b.*-r\s+\"?binder/requirements", l))
-    copies = [i for i, l in enumerate(lines) if re.match(r"COPY\b.*\ssrc/?\s+\$\{?REPO_DIR\}?/?$", l)]
-    workdirs = [i for i, l in enumerate(lines) if re.match(r"WORKDIR\s+\$\{?REPO_DIR\}?/?$", l)]
+    pip = next(i for i, ln in enumerate(lines) if re.search(r"\bpip\b.*-r\s+\"?binder/requirements", ln))
+    copies = [i for i, ln in enumerate(lines) if re.match(r"COPY\b.*\ssrc/?\s+\$\{?REPO_DIR\}?/?$", ln)]
+    workdirs = [i for i, ln in enumerate(lines) if re.match(r"WORKDIR\s+\$\{?REPO_DIR\}?/?$", ln)]
     assert copies and copies[-1] < pip, "pip install runs before the repository is copied"
     assert workdirs and workdirs[-1] < pip, "pip does not run in the repository, so -e . misses it"
     copy = lines[copies[-1]]
     assert re.search(rf"--chown=({BINDER_UID}|\$\{{?NB_UID\}}?)\b", copy), copy
-    user = [l for l in lines[:pip] if re.match(r"USER\s", l)][-1]
+    user = [ln for ln in lines[:pip] if re.match(r"USER\s", ln)][-1]
     assert re.match(rf"USER\s+(\$\{{?NB_USER\}}?|{BINDER_USER})$", user), user
 
 
@@ -91,8 +92,8 @@ def test_binder_installs_the_labs_jupyterlab_settings_like_the_lab_script(dry_ru
     """binder/postBuild runs after the requirements (JupyterLab is there), and it is what ./lab runs too:
     no news pop-up, every cell rendered, the maintainers' folders hidden, jupytext's extensions off."""
     lines = _dockerfile(dry_run)
-    pip = next(i for i, l in enumerate(lines) if re.search(r"\bpip\b.*-r\s+\"?binder/requirements", l))
-    post = [i for i, l in enumerate(lines) if re.match(r"RUN\s+\./binder/postBuild$", l)]
+    pip = next(i for i, ln in enumerate(lines) if re.search(r"\bpip\b.*-r\s+\"?binder/requirements", ln))
+    post = [i for i, ln in enumerate(lines) if re.match(r"RUN\s+\./binder/postBuild$", ln)]
     assert post and post[0] > pip, "postBuild does not run after the requirements are installed"
     assert 'binder/postBuild "$venv"' in (ROOT / "lab").read_text()
     done = subprocess.run([str(BINDER / "postBuild"), str(tmp_path)], capture_output=True, text=True)
@@ -117,9 +118,9 @@ def test_binder_pins_the_cpu_build_of_torch_from_the_cpu_index():
     lines = _lines(BINDER / "requirements.txt")
     indexes = [value for opt, value in map(_option, lines) if opt in ("--extra-index-url", "--index-url", "-i")]
     assert indexes == [CPU_INDEX], indexes
-    torch = [l for l in lines if re.match(r"torch\b", l)]
-    assert torch == [TORCH_PIN], torch
-    assert not [l for l in lines if re.match(r"(nvidia-|triton\b|torch\w)", l)], lines
+    torch = [ln for ln in lines if re.match(r"torch\b", ln)]
+    assert len(torch) == 1 and re.fullmatch(r"torch==\d+\.\d+\.\d+\+cpu", torch[0]), torch
+    assert not [ln for ln in lines if re.match(r"(nvidia-|triton\b|torch\w)", ln)], lines
     assert "--pre" not in lines
 
 

@@ -102,7 +102,8 @@ NEWS = "official Jupyter news"  # JupyterLab's pop-up: "Would you like to get no
 # the screenshot the README shows for each widget: (step, file name in docs/screenshots/); step 0 is the
 # state the notebook builds, step N the state after the Nth flip
 SHOWCASE = {"02_mutates_args": (2, "declaration-lab.png"), "04_names_and_caches": (0, "naming-lab.png"),
-            "05_dce_and_dynamic_shapes": (1, "dynamic-lab.png"), "07_data_dependent_shapes": (1, "data-dependent-lab.png")}
+            "05_dce_and_dynamic_shapes": (1, "dynamic-lab.png"),
+            "07_data_dependent_shapes": (1, "data-dependent-lab.png")}
 
 _TAG = re.compile(r"<[^>]+>")
 

@@ -85,7 +85,7 @@ def test_first_code_cell_installs_labkit_on_colab_only_and_says_so_collapsed(pat
 def test_colab_install_installs_labkit_and_nothing_else(tmp_path):
     """The cell's pip arguments, pointed at this checkout instead of GitHub: only labkit would install,
     so Colab's torch and ipywidgets stay as they are."""
-    line = next(l for l in build_notebooks.colab_install_cell().splitlines() if "%pip install" in l)
+    line = next(ln for ln in build_notebooks.colab_install_cell().splitlines() if "%pip install" in ln)
     *args, requirement = shlex.split(line.split("%pip install", 1)[1])
     assert requirement.startswith("labkit @ git+https://github.com/")
     report = tmp_path / "report.json"

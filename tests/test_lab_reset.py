@@ -108,7 +108,7 @@ def test_an_unknown_notebook_gets_one_sentence_listing_the_labs_notebooks(lab_co
     assert len(names) >= 10  # 00 to 09 at least: the range below is derived, not written here
     done = _lab(lab_copy, "reset", "7")
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "download" not in done.stderr
-    assert done.stderr.startswith(f"'7' is not one of the lab's notebooks")
+    assert done.stderr.startswith("'7' is not one of the lab's notebooks")
     assert f"({names[0][:2]} to {names[-1][:2]})" in done.stderr and ", ".join(names) in done.stderr
 
 

@@ -25,9 +25,7 @@ def test_notebooks_match_their_sources():
 def test_check_executes_nothing_and_names_the_notebook_whose_source_changed(tmp_path):
     """--check compares cells only: a changed source fails it with one line naming that notebook,
     and no notebook is rebuilt (--check 02 used to re-execute notebook 02 over the stored one)."""
-    for folder in ("tools", "notebooks"):
-        shutil.copytree(ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    _copy_of_the_lab(tmp_path)
     source = tmp_path / "tools" / "notebook_sources" / SOURCES[2].name
     source.write_text(source.read_text() + "\n# %%\nprint('a new cell')\n")
     stored = (tmp_path / "notebooks" / NOTEBOOKS[2].name).read_bytes()
@@ -39,6 +37,77 @@ def test_check_executes_nothing_and_names_the_notebook_whose_source_changed(tmp_
     assert len(everything.stdout.splitlines()) == 1 and NOTEBOOKS[2].name in everything.stdout
     assert another_one.returncode == 0, another_one.stdout
     assert (tmp_path / "notebooks" / NOTEBOOKS[2].name).read_bytes() == stored
+
+
+def _copy_of_the_lab(tmp_path: pathlib.Path) -> pathlib.Path:
+    """The files tools/build_notebooks.py --facts reads and writes, with only the registered sources."""
+    for folder in ("tools", "notebooks", "labkit", "docs", "binder"):
+        shutil.copytree(ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__", "*.png"))
+    for name in ("pyproject.toml", "README.md", "INSTRUCTORS.md", "requirements.txt"):
+        shutil.copy(ROOT / name, tmp_path)
+    sys.path.insert(0, str(ROOT / "tools"))
+    import facts
+    registered = {nb["stem"] for nb in facts.pyproject(ROOT)["tool"]["lab"]["notebooks"]}
+    for source in (tmp_path / "tools" / "notebook_sources").glob("[0-9][0-9]_*.py"):
+        if source.stem not in registered:  # a notebook being written, not yet registered
+            source.unlink()
+    return tmp_path
+
+
+def _facts(root: pathlib.Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(root / "tools" / "build_notebooks.py"), "--facts"],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_every_generated_fact_is_current():
+    """README's notebook table and torch range, notebook 00's map, INSTRUCTORS.md's timings, CHECKED_ON,
+    MINIMUM_TORCH, the torch floor and pin, and labkit.__version__ say what pyproject.toml's registry says."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    import facts
+    assert facts.stale(ROOT) == []
+
+
+def test_a_changed_registry_value_fails_check_naming_each_stale_file_and_facts_fixes_it(tmp_path):
+    root = _copy_of_the_lab(tmp_path)
+    assert _check(root).returncode == 0, _check(root).stdout
+    pyproject = root / "pyproject.toml"
+    text = pyproject.read_text()
+    pyproject.write_text(text.replace('minutes = 35', 'minutes = 40', 1).replace('minimum_torch = "2.11"',
+                                                                                 'minimum_torch = "2.12"'))
+    readme_before = (root / "README.md").read_text()
+
+    stale = _check(root)
+    assert stale.returncode == 1
+    assert "2.12" in stale.stdout and "oldest release" in stale.stdout  # a minimum the table does not measure
+    pyproject.write_text(text.replace('minutes = 35', 'minutes = 40', 1))
+    stale = _check(root)
+    named = {line.split(":")[0] for line in stale.stdout.splitlines()}
+    assert stale.returncode == 1, stale.stdout
+    assert named == {"README.md", "INSTRUCTORS.md", "tools/notebook_sources/00_start_here.py"}, stale.stdout
+    assert all(line.endswith("run python tools/build_notebooks.py --facts") for line in stale.stdout.splitlines())
+    assert (root / "README.md").read_text() == readme_before  # --check writes nothing
+
+    fixed = _facts(root)
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    readme = (root / "README.md").read_text()
+    assert "| 35 min |" not in readme and "| 40 min |" in readme and "4 h 40 min" in readme
+    left = _check(root).stdout.splitlines()  # only notebook 00 is left: its map cell changed
+    assert len(left) == 1 and left[0].startswith("00_start_here.ipynb") and left[0].endswith("build_notebooks.py 00")
+
+
+def test_a_source_without_a_registry_entry_is_refused_but_still_builds_by_name(tmp_path):
+    root = _copy_of_the_lab(tmp_path)
+    new = root / "tools" / "notebook_sources" / "98_new_idea.py"
+    new.write_text("# %% [markdown]\n# # A new idea\n")
+    for command in (_check(root), _facts(root)):
+        assert command.returncode == 1 and "98_new_idea.py has no [[tool.lab.notebooks]] entry" in \
+            command.stdout + command.stderr
+    named = _check(root, "98")  # the notebook's author can check it before it is registered
+    assert "98_new_idea.ipynb is missing" in named.stdout and "entry" not in named.stdout
+    new.unlink()
+    pyproject = root / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace('stem = "06_field_guide"', 'stem = "06_gone"'))
+    assert "registers 06_gone, which has no tools/notebook_sources/06_gone.py" in _check(root).stdout
 
 
 def test_an_unknown_notebook_gets_one_sentence():

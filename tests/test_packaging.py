@@ -11,8 +11,6 @@ except ImportError:  # Python 3.10: requirements.txt installs tomli there
 
 from requirement_files import lines, requirements
 
-from labkit.env import minimum_torch_text
-
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 REFERENCE_TORCH = PYPROJECT["tool"]["lab"]["reference_torch"]
@@ -23,9 +21,10 @@ def _named(path, name):
 
 
 def test_torch_is_a_range_never_a_pin_for_users():
-    floor = f"torch>={minimum_torch_text()}"  # the lab's one minimum (tests/test_env.py checks it)
-    assert _named("requirements.txt", "torch") == [floor]
-    assert floor in PYPROJECT["project"]["dependencies"]
+    """Which floor is written by tools/build_notebooks.py --facts; that it is a floor, never a pin, here."""
+    for torch in (_named("requirements.txt", "torch"),
+                  [d for d in PYPROJECT["project"]["dependencies"] if d.startswith("torch")]):
+        assert len(torch) == 1 and torch[0].startswith("torch>=") and "," not in torch[0], torch
 
 
 def test_ipywidgets_accepts_colabs_7_7():
@@ -33,9 +32,8 @@ def test_ipywidgets_accepts_colabs_7_7():
     assert "ipywidgets>=7.7,<9" in PYPROJECT["project"]["dependencies"]
 
 
-def test_binder_pins_the_reference_torch_and_installs_labkit():
-    binder = lines(ROOT / "binder" / "requirements.txt")
-    assert f"torch=={REFERENCE_TORCH}+cpu" in binder and "-e ." in binder
+def test_binder_installs_labkit():
+    assert "-e ." in lines(ROOT / "binder" / "requirements.txt")  # its torch pin: tools/facts.py writes it
 
 
 def test_the_lab_script_installs_the_reference_torch_from_pyproject():

@@ -57,7 +57,7 @@ def test_an_op_run_eagerly_at_a_graph_break_is_not_called_removed():
     assert "graph break" in html_text and "removed" not in html_text
     assert "graph break" in line and "REMOVED" not in line
     _, pure_report = dce_experiment("pure, result unused", False, (4,), namespace="t")
-    assert "REMOVED" in render.fate_line(pure_report, f"t::pure__result_unused")
+    assert "REMOVED" in render.fate_line(pure_report, "t::pure__result_unused")
 
 
 def test_a_gpu_recording_is_shown_labelled_as_one():

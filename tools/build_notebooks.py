@@ -4,6 +4,14 @@
     python tools/build_notebooks.py 00 02        # only these (a number, or a name)
     python tools/build_notebooks.py --check      # executes nothing: fail if a notebook's cells differ
     python tools/build_notebooks.py --check 02   #   from what its source builds (one line per notebook)
+    python tools/build_notebooks.py --facts      # executes nothing: rewrite the repeated facts (below)
+
+The lab's repeated facts (the notebook list and times in README.md, notebook 00's map and INSTRUCTORS.md;
+the torch range; CHECKED_ON; the version) come from one registry, pyproject.toml's ``[tool.lab]``, and
+sit in the files that state them between generated-region markers (tools/facts.py). Every build
+writes them first; ``--check`` with no names also fails, one line per stale file, while one is out of
+date, and while a source has no ``[[tool.lab.notebooks]]`` entry or an entry no source. A build or check
+of named notebooks still runs then (a new notebook is built before it is registered), with a note.
 
 The sources are jupytext's percent format (``jupytext.reads(text, fmt="py:percent")``):
 ``# %%`` starts a code cell, ``# %% [markdown]`` a markdown cell, and a solution is a code cell
@@ -36,6 +44,9 @@ except ImportError:  # Python 3.10
 import jupytext
 import nbformat
 from nbclient import NotebookClient
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import facts  # noqa: E402  (tools/facts.py, beside this file)
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SOURCES = ROOT / "tools" / "notebook_sources"
@@ -175,10 +186,29 @@ def difference(source: pathlib.Path) -> str | None:
             f"(first: cell {first}, its {' and '.join(what)}): {fix}")
 
 
-def check(sources: list[pathlib.Path]) -> int:
+def check(sources: list[pathlib.Path], with_facts: bool) -> int:
     problems = [line for line in map(difference, sources) if line]
-    print("\n".join(problems) or f"{len(sources)} notebook(s) match their sources")
+    if with_facts:
+        problems += facts.stale(ROOT)
+    print("\n".join(problems) or f"{len(sources)} notebook(s) match their sources"
+          + (", and every generated fact its registry" if with_facts else ""))
     return 1 if problems else 0
+
+
+def write_facts(strict: bool) -> int:
+    """Rewrite the generated regions from the registry. Strict (--facts, a whole build): a source without
+    a registry entry, or an entry without a source, fails; otherwise it is a note."""
+    try:
+        changed = facts.write(ROOT)
+    except facts.FactsError as error:
+        print(error, file=sys.stderr)
+        return 1
+    for path in changed:
+        print("wrote", path)
+    problems = facts.registry_problems(ROOT)
+    if problems:
+        print("\n".join(problems if strict else [f"note: {line}" for line in problems]), file=sys.stderr)
+    return 1 if problems and strict else 0
 
 
 def wrong_torch() -> str | None:
@@ -211,15 +241,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("notebooks", nargs="*", help="numbers (02) or names; all when none")
     parser.add_argument("--check", action="store_true",
                         help="execute nothing; exit 1 if a stored notebook differs from its source")
+    parser.add_argument("--facts", action="store_true",
+                        help="execute nothing; rewrite the facts generated from pyproject's [tool.lab]")
     parser.add_argument("--any-torch", action="store_true",
                         help="record outputs on a torch other than the reference one")
     args = parser.parse_args(argv)
+    if args.facts:
+        if args.notebooks or args.check:
+            parser.error("--facts writes every generated fact: give it no notebooks, and not --check")
+        return write_facts(strict=True)
     sources = select(args.notebooks)
     if args.check:
-        return check(sources)
+        return check(sources, with_facts=not args.notebooks)
     if not args.any_torch and wrong_torch():
         print(wrong_torch(), file=sys.stderr)
         return 2
+    if write_facts(strict=not args.notebooks):  # before executing: notebook 00's map is in its source
+        return 1
     for source in sources:
         print("built", build(source).relative_to(ROOT))
     return 0

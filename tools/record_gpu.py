@@ -18,7 +18,6 @@ exits with status 1, and it refuses to keep a run in which a GPU cell printed it
 from __future__ import annotations
 
 import argparse
-import datetime
 import hashlib
 import importlib.util
 import json

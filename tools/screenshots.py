@@ -2,8 +2,8 @@
 
     .venv/bin/python tools/screenshots.py     # the browser test, with LAB_UPDATE_SCREENSHOTS=1
 
-It takes 3.5 to 4.5 minutes on a busy 2-core machine (measured: 3 min 33 s, 4 min 26 s). It first checks that the pictured
-notebooks agree with their sources (``tools/build_notebooks.py --check``): JupyterLab shows the built
+It takes 3.5 to 4.5 minutes on a busy 2-core machine (measured: 3 min 33 s, 4 min 26 s). It first checks that the
+pictured notebooks agree with their sources (``tools/build_notebooks.py --check``): JupyterLab shows the built
 notebook, the manifest digests its source.
 
 Every picture is taken by ``tests/test_browser.py`` in ``./lab``'s own JupyterLab, driven in Chromium

@@ -194,7 +194,8 @@ def run_row(label: str, torch_version: str, python: str, colab: bool, venv_root:
         print(f"[{label}] running {len(notebooks)} notebooks under nbval-lax (cold Inductor cache)", flush=True)
         started = time.perf_counter()
         sh([venv_python, "-m", "pytest", "--nbval-lax", "--nbval-current-env", "-p", "no:cacheprovider",
-            "-o", "addopts=", "-o", "junit_family=xunit1", "--rootdir", cache_dir, f"--junitxml={junit}", *notebooks], log, env=env, cwd=cache_dir)
+            "-o", "addopts=", "-o", "junit_family=xunit1", "--rootdir", cache_dir, f"--junitxml={junit}",
+            *notebooks], log, env=env, cwd=cache_dir)
         row["notebooks_s"] = round(time.perf_counter() - started)
         row["notebooks"] = notebook_results(junit)
         print(f"[{label}] probing behaviours", flush=True)
@@ -253,9 +254,9 @@ def current_notebooks() -> list[str]:
     return sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
 
-def ran_current_notebooks(row: dict) -> bool:
-    """Only a row that ran today's notebooks speaks for them (older rows stay in the table, marked)."""
-    return sorted(row.get("notebooks", {})) == current_notebooks()
+def ran_current_notebooks(row: dict, notebooks: list[str] | None = None) -> bool:
+    """Only a row that ran today's notebooks (or those named) speaks for them (older rows stay, marked)."""
+    return sorted(row.get("notebooks", {})) == sorted(current_notebooks() if notebooks is None else notebooks)
 
 
 def write_table(rows: list[dict]) -> None:
@@ -273,7 +274,8 @@ def write_table(rows: list[dict]) -> None:
         "an earlier set of notebooks says so, and does not count below); then the",
         "behaviours, explained below the table.",
         "",
-        "| row | torch | Python | result | " + " | ".join(nb[:2] for nb in notebooks) + " | " + " | ".join(SHORT.get(b, b) for b in behaviours) + " | date |",
+        "| row | torch | Python | result | " + " | ".join(nb[:2] for nb in notebooks) + " | "
+        + " | ".join(SHORT.get(b, b) for b in behaviours) + " | date |",
         "|---" * (5 + len(notebooks) + len(behaviours)) + "|",
     ]
     for row in sorted(rows, key=version_key):
@@ -290,10 +292,11 @@ def write_table(rows: list[dict]) -> None:
     TABLE.write_text("\n".join(lines))
 
 
-def checked_on(rows: list[dict]) -> list[str]:
-    """Releases whose (non-Colab) row passed every notebook: labkit's CHECKED_ON."""
-    good = {row["torch"] for row in rows
-            if not row["colab"] and row["result"] == "all notebooks pass" and ran_current_notebooks(row)}
+def checked_on(rows: list[dict], notebooks: list[str] | None = None) -> list[str]:
+    """Releases whose (non-Colab) row passed every notebook (of notebooks/, or those named): labkit's
+    CHECKED_ON, which tools/build_notebooks.py --facts writes from this, for pyproject's registered notebooks."""
+    good = {row["torch"] for row in rows if not row["colab"] and row["result"] == "all notebooks pass"
+            and ran_current_notebooks(row, notebooks)}
     return sorted(good, key=lambda v: tuple(int(p) for p in v.split(".")))
 
 

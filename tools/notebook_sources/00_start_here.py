@@ -18,6 +18,7 @@
 
 # %% [markdown]
 # ## The map
+# <!-- BEGIN map: generated from pyproject.toml [tool.lab] by tools/build_notebooks.py --facts: do not edit -->
 #
 # | Notebook | Idea | Time |
 # |---|---|---|
@@ -32,6 +33,7 @@
 # | 08 · Training with custom ops | `register_autograd`, `opcheck` vs `gradcheck`, the backward graph | 30 min |
 # | 09 · Custom ops for GPU kernels | `triton_op`, the cache key, CUDA graphs, `Tag.out`, re-inplacing | 20 min |
 #
+# <!-- END map -->
 # Each notebook names the ones it builds on under **Before:**.
 #
 # ## How to run the lab

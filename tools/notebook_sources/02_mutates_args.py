@@ -179,7 +179,7 @@ results = {}
 for mistake, fields in MISTAKES.items():
     op = labkit.declare(name="nb02::mistake", **fields)
     results[mistake] = labkit.compile_and_compare(
-        lambda x: (lambda out: x * 2 if out is None else x + out)(op(x)), torch.ones(3), backend="inductor")
+        lambda x, op=op: (lambda out: x * 2 if out is None else x + out)(op(x)), torch.ones(3), backend="inductor")
     print(f"{mistake:<20} {outcome(results[mistake])}")
 
 # %%
@@ -320,7 +320,12 @@ for case, fields in CASES.items():
     table[case] = labkit.checks.opcheck(labkit.declare(name=f"nb02::check_{len(table)}", **fields),
                                         (torch.randn(3),))
 table["hidden side effect"] = labkit.checks.opcheck(hidden_side_effect, (torch.randn(3),))
-short = lambda verdict: "ok" if verdict == "ok" else "FAIL"
+
+
+def short(verdict):
+    return "ok" if verdict == "ok" else "FAIL"
+
+
 print(f"{'op':<21}" + "".join(f"{t:<28}" for t in labkit.checks.OPCHECK_TESTS))
 for case, row in table.items():
     print(f"{case:<21}" + "".join(f"{short(row[t]):<28}" for t in labkit.checks.OPCHECK_TESTS))

@@ -402,7 +402,6 @@ assert type(opcheck_error).__name__ == "OpCheckError" and "test_schema" in str(o
 # %%
 import contextlib
 import io
-import logging
 
 def tiny_net(x, running_stats, weight):
     update_stats(x, running_stats)

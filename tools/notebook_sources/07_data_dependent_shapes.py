@@ -23,7 +23,6 @@
 # NBVAL_IGNORE_OUTPUT
 
 import torch
-from torch._dynamo.backends.common import aot_autograd
 
 import labkit
 

@@ -785,7 +785,10 @@ def kernel_calls_per_step(formula, mode):
 
     op.register_autograd(silu_backward if formula == "aten formula" else backward_calling_the_op,
                          setup_context=silu_setup_context)
-    step = lambda x: op(x).sum()
+
+    def step(x):
+        return op(x).sum()
+
     if mode == "compiled":
         step = torch.compile(step, backend="aot_eager")
     x = torch.randn(4, requires_grad=True)

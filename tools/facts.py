@@ -1,0 +1,205 @@
+"""The lab's repeated facts, written from one registry into every file that states them.
+
+The registry is pyproject.toml: ``[tool.lab]`` (the notebooks, one ``[[tool.lab.notebooks]]`` each, and
+the torch range) and ``[project] version``. A fact measured by a tool is read from that tool's output,
+never retyped: ``CHECKED_ON`` is the releases whose rows pass in docs/torch-versions.json
+(``tools/torch_matrix.py``'s ``checked_on``).
+
+Each generated region sits between a BEGIN and an END marker line naming it (``REGIONS``); two facts live
+on a line that cannot hold a marker (pyproject's dependency list, ``labkit.__version__``) and are rewritten
+in place (``LINES``). ``python tools/build_notebooks.py --facts`` writes them all and executes nothing;
+``--check`` names each stale file.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import re
+import sys
+
+try:
+    import tomllib
+except ImportError:  # Python 3.10
+    import tomli as tomllib
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+TAG = "generated from pyproject.toml [tool.lab] by tools/build_notebooks.py --facts: do not edit"
+# How a marker line is written in each kind of file: (begin, end) around the region's name.
+MARKERS = {
+    "md": ("<!-- BEGIN {name}: " + TAG + " -->", "<!-- END {name} -->"),
+    "py-md": ("# <!-- BEGIN {name}: " + TAG + " -->", "# <!-- END {name} -->"),  # a percent source's markdown
+    "py": ("# BEGIN {name}: " + TAG, "# END {name}"),
+}
+# The keys every [[tool.lab.notebooks]] entry needs (execution_note is optional).
+ENTRY = ("stem", "title", "idea", "short_idea", "minutes", "execution_s", "demo")
+NUMBER_WORDS = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen".split()
+
+
+class FactsError(SystemExit):
+    """The registry cannot be written out: one sentence per problem."""
+
+
+def pyproject(root: pathlib.Path = ROOT) -> dict:
+    return tomllib.loads((root / "pyproject.toml").read_text())
+
+
+def sources(root: pathlib.Path = ROOT) -> list[str]:
+    return sorted(p.stem for p in (root / "tools" / "notebook_sources").glob("[0-9][0-9]_*.py"))
+
+
+def registry_problems(root: pathlib.Path = ROOT) -> list[str]:
+    """One sentence per source without a registry entry, entry without a source, or incomplete entry."""
+    entries = pyproject(root)["tool"]["lab"].get("notebooks", [])
+    stems = [e.get("stem") for e in entries]
+    found = sources(root)
+    problems = [f"tools/notebook_sources/{s}.py has no [[tool.lab.notebooks]] entry in pyproject.toml: add one "
+                f"({', '.join(ENTRY)}), then run python tools/build_notebooks.py --facts"
+                for s in found if s not in stems]
+    problems += [f"pyproject.toml's [[tool.lab.notebooks]] registers {s}, which has no "
+                 f"tools/notebook_sources/{s}.py" for s in stems if s not in found]
+    problems += [f"pyproject.toml's [[tool.lab.notebooks]] entry {e.get('stem')!r} lacks {', '.join(missing)}"
+                 for e in entries if (missing := [k for k in ENTRY if k not in e])]
+    if stems != sorted(stems, key=str):
+        problems.append("pyproject.toml's [[tool.lab.notebooks]] are not in the order of their numbers")
+    return problems
+
+
+def checked_on(root: pathlib.Path, stems: list[str]) -> list[str]:
+    """The releases on which every registered notebook passed, as tools/torch_matrix.py decides."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    import torch_matrix
+    rows = json.loads((root / "docs" / "torch-versions.json").read_text())
+    return torch_matrix.checked_on(rows, stems)
+
+
+def duration(minutes: int) -> str:
+    hours, rest = divmod(minutes, 60)
+    return f"{hours} h {rest} min" if hours else f"{rest} min"
+
+
+def colab(lab: dict, stem: str) -> str:
+    return (f"https://colab.research.google.com/github/{lab['github']}/blob/{lab['branch']}"
+            f"/notebooks/{stem}.ipynb")
+
+
+def readme_notebooks(lab: dict, nbs: list[dict]) -> list[str]:
+    lines = ["| Notebook | Idea | Time | Open |", "|---|---|---|---|"]
+    for nb in nbs:
+        lines.append(f"| [{nb['stem'][:2]} · {nb['title']}](notebooks/{nb['stem']}.ipynb) | {nb['idea']} | "
+                     f"{nb['minutes']} min | [Colab]({colab(lab, nb['stem'])}) |")
+    minutes, seconds = sum(nb["minutes"] for nb in nbs), sum(nb["execution_s"] for nb in nbs)
+    count = NUMBER_WORDS[len(nbs)] if len(nbs) < len(NUMBER_WORDS) else str(len(nbs))
+    return lines + [
+        "",
+        f"Total: about {duration(minutes)} of reading and exercises (learner times are estimates from each "
+        "notebook's length).",
+        f"Executed one at a time, each from empty compile caches, all {count} notebooks take about "
+        f"{seconds // 60} min {seconds % 60} s of computer time on a 2-core CPU (the sum of the measured "
+        "times in [INSTRUCTORS.md](INSTRUCTORS.md#timings)); one build of them all reuses torch's caches "
+        "and takes less."]
+
+
+def map_cell(nbs: list[dict]) -> list[str]:
+    lines = ["| Notebook | Idea | Time |", "|---|---|---|"]
+    for i, nb in enumerate(nbs):
+        name = f"{nb['stem'][:2]} · {nb['title']}"
+        lines.append(f"| {f'**{name}** (this one)' if i == 0 else name} | {nb['short_idea']} | {nb['minutes']} min |")
+    return ["#", *("# " + line for line in lines), "#"]
+
+
+def instructors_timings(nbs: list[dict]) -> list[str]:
+    lines = ["", "| Notebook | Execution | Learner time | Demo live |", "|---|---|---|---|"]
+    for nb in nbs:
+        note = f" ({nb['execution_note']})" if nb.get("execution_note") else ""
+        lines.append(f"| {nb['stem'][:2]} {nb['title']} | {nb['execution_s']} s{note} | {nb['minutes']} min "
+                     f"| {nb['demo']} |")
+    return lines + [""]
+
+
+def regions(project: dict, checked: list[str]) -> dict[str, list[tuple[str, str, list[str]]]]:
+    """{file: [(region name, marker style, the lines between its markers)]}."""
+    lab, nbs = project["tool"]["lab"], project["tool"]["lab"]["notebooks"]
+    minimum = tuple(int(p) for p in lab["minimum_torch"].split("."))
+    quoted = ", ".join(f'"{v}"' for v in checked) + ("," if len(checked) == 1 else "")
+    return {
+        "README.md": [
+            ("torch-range", "md", ["", f"**torch >= {lab['minimum_torch']}: every notebook passes on torch "
+                                       f"{', '.join(checked)}.**", ""]),
+            ("notebooks", "md", ["", *readme_notebooks(lab, nbs), ""])],
+        "tools/notebook_sources/00_start_here.py": [("map", "py-md", map_cell(nbs))],
+        "INSTRUCTORS.md": [("timings", "md", instructors_timings(nbs))],
+        "labkit/_torch_internals.py": [("checked-on", "py", [f"CHECKED_ON = ({quoted})"])],
+        "labkit/env.py": [("minimum-torch", "py", [f"MINIMUM_TORCH = {minimum!r}"])],
+        "requirements.txt": [("torch-floor", "py", [f"torch>={lab['minimum_torch']}"])],
+        "binder/requirements.txt": [("reference-torch", "py", [f"torch=={lab['reference_torch']}+cpu"])],
+    }
+
+
+def lines(project: dict) -> dict[str, list[tuple[str, str]]]:
+    """{file: [(a pattern matching exactly one line's fact, what it becomes)]}: facts without markers."""
+    return {
+        "pyproject.toml": [(r'(?m)^(dependencies = \[.*?)"torch>=[^"]*"',
+                            rf'\g<1>"torch>={project["tool"]["lab"]["minimum_torch"]}"')],
+        "labkit/__init__.py": [(r'(?m)^__version__ = "[^"]*"$', f'__version__ = "{project["project"]["version"]}"')],
+    }
+
+
+def rewritten(text: str, name: str, style: str, body: list[str], path: str) -> str:
+    begin, end = (m.format(name=name) for m in MARKERS[style])
+    pattern = re.compile(rf"^{re.escape(begin)}\n.*?^{re.escape(end)}$", re.S | re.M)
+    if len(pattern.findall(text)) != 1:
+        raise FactsError(f"{path} has no region {name!r} (a line {begin!r}, then a line {end!r}): put them back")
+    return pattern.sub(lambda _: "\n".join([begin, *body, end]), text)
+
+
+def expected(root: pathlib.Path = ROOT) -> dict[str, tuple[str, str]]:
+    """{file: (its text now, its text with every fact written)}; FactsError if the registry cannot be."""
+    project = pyproject(root)
+    lab = project["tool"]["lab"]
+    incomplete = [p for p in registry_problems(root) if " lacks " in p or "not in the order" in p]
+    if incomplete:
+        raise FactsError("\n".join(incomplete))
+    stems = [nb["stem"] for nb in lab.get("notebooks", [])]
+    checked = checked_on(root, stems)
+    if not checked:
+        raise FactsError(f"No row of docs/torch-versions.json ran the registered notebooks ({len(stems)}) and "
+                         "passed: run python tools/torch_matrix.py for each release before writing CHECKED_ON")
+    if checked[0].split(".")[:2] != lab["minimum_torch"].split("."):
+        raise FactsError(f"pyproject's [tool.lab] minimum_torch is {lab['minimum_torch']}, but the oldest release "
+                         f"on which every notebook passes (docs/torch-versions.json) is {checked[0]}: make them agree")
+    out = {}
+    for path, items in regions(project, checked).items():
+        text = new = (root / path).read_text()
+        for name, style, body in items:
+            new = rewritten(new, name, style, body, path)
+        out[path] = (text, new)
+    for path, subs in lines(project).items():
+        text = new = (root / path).read_text()
+        for pattern, replacement in subs:
+            new, found = re.subn(pattern, replacement, new, count=1)
+            if not found:
+                raise FactsError(f"{path} has no line matching {pattern!r} for the builder to write: put it back")
+        out[path] = (out.get(path, (text,))[0], new)
+    return out
+
+
+def stale(root: pathlib.Path = ROOT) -> list[str]:
+    """One line per file whose generated facts are out of date, or per registry problem."""
+    try:
+        files = expected(root)
+    except FactsError as error:
+        return list(dict.fromkeys(registry_problems(root) + str(error).splitlines()))
+    return registry_problems(root) + [
+        f"{path}: its generated facts are stale: run python tools/build_notebooks.py --facts"
+        for path, (old, new) in files.items() if old != new]
+
+
+def write(root: pathlib.Path = ROOT) -> list[str]:
+    """Rewrite the stale facts; the files changed. FactsError if the registry cannot be written."""
+    changed = []
+    for path, (old, new) in expected(root).items():
+        if old != new:
+            (root / path).write_text(new)
+            changed.append(path)
+    return changed
