@@ -9,7 +9,8 @@ import torch
 
 import labkit
 from labkit import cache, declare
-from labkit.cache_demo import run_in_subprocess
+from labkit import _torch_internals as internals
+from labkit.cache_demo import run_in_subprocess, run_together
 
 
 @pytest.fixture
@@ -117,6 +118,48 @@ def test_two_processes_one_cache_dir_with_the_fingerprint_stay_correct():
 def test_the_demo_reports_a_failing_process_clearly(tmp_path):
     with pytest.raises(RuntimeError, match="demo process failed"):
         run_in_subprocess("pure", "no-such-policy", str(tmp_path))
+
+
+def test_run_together_keeps_runs_over_one_dir_in_order_and_runs_the_others_beside(tmp_path):
+    """Notebook 04's three processes, all started at once: the second, over the first's directory, still
+    compiles after the first has exited (it gets its stale artifact); the third, in a directory of its own,
+    compiles afresh."""
+    shared, own = str(tmp_path / "shared"), str(tmp_path / "own")
+    os.makedirs(shared)
+    os.makedirs(own)
+    bug, fixed, fresh = run_together(("pure", "default", shared), ("mutating", "default", shared),
+                                     ("mutating", "default", own))
+    assert bug["cache"]["fxgraph_hit"] == 0, "the first run over a fresh directory compiles afresh"
+    assert fixed["cache"]["fxgraph_hit"] == 1, "the second run over the same directory found the first's artifact"
+    assert fixed["x_after"] == [0.0] * 4, "…and ran it, stale: torch may have fixed #187319"
+    assert fresh["cache"]["fxgraph_hit"] == 0, "a run over a directory of its own compiles afresh"
+    assert fresh["x_after"] == [1.0] * 4, "…and is correct"
+
+
+def test_run_together_stops_a_waiting_run_when_the_one_before_it_fails(tmp_path):
+    with pytest.raises(RuntimeError, match="demo process failed"):
+        run_together(("pure", "no-such-policy", str(tmp_path)), ("mutating", "default", str(tmp_path)), timeout=120)
+
+
+def test_a_waiting_demo_process_refuses_to_compile_without_go(tmp_path):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "labkit.cache_demo", "--declare", "pure", "--policy", "default",
+                           "--wait"], input="", capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(tmp_path)),
+                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert done.returncode != 0 and "without saying 'go'" in done.stderr, done.stderr[-2000:]
+    assert os.listdir(tmp_path) == [], "nothing was compiled into the cache directory"
+
+
+def test_the_vector_isa_verdict_is_stable_and_never_overrides_a_setting(monkeypatch):
+    """The demo's children reuse this process's verdict; it is part of every cache key, so it must not change."""
+    verdict = internals.vec_isa_verdict_env()
+    assert verdict in ({}, {"TORCHINDUCTOR_VEC_ISA_OK": "1"})
+    assert internals.vec_isa_verdict_env() == verdict, "the verdict is the same on every call"
+    monkeypatch.setenv("TORCHINDUCTOR_VEC_ISA_OK", "0")
+    assert internals.vec_isa_verdict_env() == {}, "a learner's own setting is inherited, not replaced"
 
 
 def test_setup_turns_the_fingerprinted_policy_on():

@@ -110,6 +110,24 @@ def test_a_source_without_a_registry_entry_is_refused_but_still_builds_by_name(t
     assert "registers 06_gone, which has no tools/notebook_sources/06_gone.py" in _check(root).stdout
 
 
+def test_a_new_registered_notebook_builds_by_name_before_the_version_matrix_ran_it(tmp_path):
+    """A new notebook is registered and built before tools/torch_matrix.py can run it (the matrix runs the
+    built notebooks): building it by name only notes that the facts wait for the matrix; --facts and --check
+    still fail until then."""
+    root = _copy_of_the_lab(tmp_path)
+    (root / "tools" / "notebook_sources" / "98_new_idea.py").write_text("# %% [markdown]\n# # 98 · A new idea\n")
+    pyproject = root / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text() + '\n[[tool.lab.notebooks]]\nstem = "98_new_idea"\ntitle = "A new '
+                         'idea"\nidea = "x"\nshort_idea = "x"\nminutes = 1\nexecution_s = 1\ndemo = "x"\n')
+    built = subprocess.run([sys.executable, str(root / "tools" / "build_notebooks.py"), "98", "--any-torch"],
+                           capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stdout + built.stderr
+    assert "note: No row of docs/torch-versions.json ran the registered notebooks" in built.stderr, built.stderr
+    assert (root / "notebooks" / "98_new_idea.ipynb").is_file(), "the notebook was built"
+    assert _facts(root).returncode == 1, "--facts refuses until the matrix ran the new notebook"
+    assert "No row of docs/torch-versions.json ran the registered notebooks" in _check(root).stdout
+
+
 def test_an_unknown_notebook_gets_one_sentence():
     done = _check(ROOT, "99")
     assert done.returncode != 0 and done.stderr.strip().count("\n") == 0 and "No notebook '99'" in done.stderr

@@ -270,7 +270,8 @@ def write_table(rows: list[dict]) -> None:
         "(CUDA builds, run on a CPU-only machine, except 2.13.0+cpu), every notebook under",
         "`pytest --nbval-lax` from an empty Inductor cache, then a probe of the behaviours the lessons",
         "depend on. The *Colab stack* row is Python 3.13 + ipywidgets 7.7.1 + labkit installed with",
-        "`--no-deps`, as the notebooks' Colab cell does. Columns 00–09: today's notebooks (a row run on",
+        f"`--no-deps`, as the notebooks' Colab cell does. Columns {notebooks[0][:2]}–{notebooks[-1][:2]}: today's "
+        "notebooks (a row run on",
         "an earlier set of notebooks says so, and does not count below); then the",
         "behaviours, explained below the table.",
         "",

@@ -66,8 +66,8 @@ import labkit
 info = labkit.setup()
 
 # %%
-assert info["device"] in ("cpu", "cuda")
-assert labkit.env.torch_version() >= labkit.env.MINIMUM_TORCH
+assert info["device"] in ("cpu", "cuda"), "labkit.setup() reports the device: cpu or cuda"
+assert labkit.env.torch_version() >= labkit.env.MINIMUM_TORCH, "torch is at least the lab's minimum version"
 device = labkit.env.pick_device()
 print("This notebook runs its examples on:", device.type)
 
@@ -103,12 +103,17 @@ print("labkit's hash in torch.compiler.config.cache_key_tag:", labkit.cache.TAG_
 
 # %%
 torch_defaults = defaults(torch.compile, knobs)
-assert torch_defaults["backend"] in ("inductor", None)    # None (torch 2.13): torch picks its default, Inductor
-assert torch_defaults["dynamic"] is None and torch_defaults["fullgraph"] is False
-assert defaults(labkit.compile_and_compare, knobs) == {"backend": "aot_eager", "dynamic": False, "fullgraph": False}
-assert labkit.cache.TAG_PREFIX in torch.compiler.config.cache_key_tag     # the fingerprinted policy is on
+assert torch_defaults["backend"] in ("inductor", None), \
+    "torch.compile's default backend is Inductor (None, as on torch 2.13: torch picks its default, Inductor)"
+assert torch_defaults["dynamic"] is None, "torch.compile defaults to dynamic=None"
+assert torch_defaults["fullgraph"] is False, "torch.compile defaults to fullgraph=False"
+assert defaults(labkit.compile_and_compare, knobs) == {"backend": "aot_eager", "dynamic": False, "fullgraph": False}, \
+    "labkit.compile_and_compare defaults to backend='aot_eager', dynamic=False, fullgraph=False"
+assert labkit.cache.TAG_PREFIX in torch.compiler.config.cache_key_tag, \
+    "the fingerprinted policy is on: labkit's hash is in torch.compiler.config.cache_key_tag"
 key_pass = torch._inductor.config.post_grad_custom_post_pass               # ... and its pass, in the empty slot
-assert key_pass is not None and key_pass.uuid().startswith(labkit.cache.TAG_PREFIX)
+assert key_pass is not None, "labkit's key pass sits in post_grad_custom_post_pass"
+assert key_pass.uuid().startswith(labkit.cache.TAG_PREFIX), "the key pass's uuid carries labkit's hash"
 
 # %% [markdown]
 # And your own compiled function stays compiled across a labkit experiment (a backend that counts compiles):
@@ -124,7 +129,7 @@ mine(torch.ones(2))
 labkit.compile_and_compare(lambda x: x + 1, torch.ones(2))
 mine(torch.ones(2))
 print("your function was compiled", len(compiles), "time(s)")
-assert len(compiles) == 1          # no recompile: labkit did not reset torch's compiler
+assert len(compiles) == 1, "your function compiled once, no recompile: labkit did not reset torch's compiler"
 
 # %% [markdown]
 # So when a lab cell passes `backend="inductor"`, it says so; `"aot_eager"` stops after AOTAutograd and
@@ -145,7 +150,7 @@ assert len(compiles) == 1          # no recompile: labkit did not reset torch's 
 kernel_runs = []
 
 
-@torch.library.custom_op("lab00::secret_add_one", mutates_args=())   # the lie: it does write x
+@torch.library.custom_op("nb00::secret_add_one", mutates_args=())   # the lie: it does write x
 def secret_add_one(x: torch.Tensor) -> None:
     kernel_runs.append(1)
     x.add_(1)
@@ -155,7 +160,10 @@ def secret_add_one(x: torch.Tensor) -> None:
 def _(x):
     return None
 
+# %% [markdown]
+# A function that uses `x` after the call, run eagerly and compiled, each on a fresh `x`:
 
+# %%
 def double_after_secret(x):
     secret_add_one(x)   # adds 1 to x in place (undeclared)
     return x * 2
@@ -170,8 +178,12 @@ print("eager:    result", eager_out.tolist(), " x afterwards", x_eager.tolist(),
 print("compiled: result", compiled_out.tolist(), " x afterwards", x_compiled.tolist(), " kernel runs", len(kernel_runs))
 
 # %%
-assert eager_out.tolist() == [4.0] * 3 and x_eager.tolist() == [2.0] * 3 and eager_runs == 1
-assert compiled_out.tolist() == [2.0] * 3 and x_compiled.tolist() == [1.0] * 3 and kernel_runs == []
+assert eager_out.tolist() == [4.0] * 3, "eager: the result is (1 + 1) * 2 = 4"
+assert x_eager.tolist() == [2.0] * 3, "eager: the kernel added 1 to x"
+assert eager_runs == 1, "eager: the kernel ran once"
+assert compiled_out.tolist() == [2.0] * 3, "compiled: the result is 1 * 2 = 2"
+assert x_compiled.tolist() == [1.0] * 3, "compiled: x is unchanged"
+assert kernel_runs == [], "compiled: the kernel never ran"
 print(f"Observed on torch {torch.__version__}: compiled, the kernel never ran; no error, no warning.")
 
 # %% [markdown]
@@ -182,7 +194,7 @@ print(f"Observed on torch {torch.__version__}: compiled, the kernel never ran; n
 # stage's graph:
 
 # %%
-add_one = labkit.declare(name="lab00::add_one", writes=("x",), mutates_args=(), returns="none")
+add_one = labkit.declare(name="nb00::add_one", writes=("x",), mutates_args=(), returns="none")
 print(add_one.schema)
 
 
@@ -199,11 +211,13 @@ labkit.show(report)
 # The cell below turns the report into assertions, so it will fail the day torch behaves differently.
 
 # %%
-assert add_one.schema == "lab00::add_one(Tensor x) -> ()"
-assert report.ok and not report.verdict.agree                      # silently different
-assert report.eager_calls["lab00::add_one"] == 1
-assert report.compiled_calls["lab00::add_one"] == 0                # compiled: never ran
-assert report.fate("lab00::add_one") == {"dynamo": True, "aot": False, "inductor": False, "ran": False}
+assert add_one.schema == "nb00::add_one(Tensor x) -> ()", "the schema says x is only read"
+assert report.ok, "no error, eager or compiled"
+assert not report.verdict.agree, "compiled and eager silently differ"
+assert report.eager_calls["nb00::add_one"] == 1, "eager: the kernel ran once"
+assert report.compiled_calls["nb00::add_one"] == 0, "compiled: the kernel never ran"
+assert report.fate("nb00::add_one") == {"dynamo": True, "aot": False, "inductor": False, "ran": False}, \
+    "the call is in Dynamo's graph, then gone: not in AOTAutograd's graph, not in Inductor's code, never run"
 
 # %% [markdown]
 # ### Why?
@@ -221,7 +235,7 @@ assert report.fate("lab00::add_one") == {"dynamo": True, "aot": False, "inductor
 # and compiled code that reads the wrong value of `x`.
 
 # %%
-ax = labkit.draw_fate(report, "lab00::add_one")
+ax = labkit.draw_fate(report, "nb00::add_one")
 
 # %% [markdown]
 # ## 3. Tell the truth, get the right answer
@@ -231,15 +245,17 @@ ax = labkit.draw_fate(report, "lab00::add_one")
 # torch, `mutates_args={"x"}`:
 
 # %%
-add_one = labkit.declare(name="lab00::add_one", writes=("x",), mutates_args=("x",), returns="none")
+add_one = labkit.declare(name="nb00::add_one", writes=("x",), mutates_args=("x",), returns="none")
 print(add_one.schema)
 fixed = labkit.compile_and_compare(double_after_add_one, torch.ones(3, device=device), backend="inductor")
 labkit.show(fixed)
 
 # %%
-assert add_one.schema == "lab00::add_one(Tensor(a0!) x) -> ()"     # the ! marks "written to"
-assert fixed.verdict.agree and fixed.compiled_calls["lab00::add_one"] == 1
-assert fixed.fate("lab00::add_one") == {"dynamo": True, "aot": True, "inductor": True, "ran": True}
+assert add_one.schema == "nb00::add_one(Tensor(a0!) x) -> ()", "the schema marks x as written to (the !)"
+assert fixed.verdict.agree, "declared truthfully: compiled == eager"
+assert fixed.compiled_calls["nb00::add_one"] == 1, "compiled: the kernel ran once"
+assert fixed.fate("nb00::add_one") == {"dynamo": True, "aot": True, "inductor": True, "ran": True}, \
+    "the call survives Dynamo, AOTAutograd and Inductor, and runs"
 print(f"Observed on torch {torch.__version__}: with the mutation declared, compiled == eager.")
 
 # %% [markdown]
@@ -249,7 +265,7 @@ print(f"Observed on torch {torch.__version__}: with the mutation declared, compi
 # %% [markdown]
 # ## Exercise: an op with two arguments
 #
-# `lab00::fill` takes `x` and `scratch` and writes into `scratch` only. Replace the `...` with the
+# `nb00::fill` takes `x` and `scratch` and writes into `scratch` only. Replace the `...` with the
 # `mutates_args` that tells the truth — a tuple of argument names — and run the cell.
 #
 # Before you run it, predict: would declaring `("x",)` make compiled and eager agree here? (Think about
@@ -261,32 +277,35 @@ my_mutates_args = ...
 
 # %%
 def use_scratch(x, scratch):
-    torch.ops.lab00.fill(x, scratch)    # any registered op can be called by name
+    torch.ops.nb00.fill(x, scratch)    # any registered op can be called by name
     return x + scratch
 
 
+def fill_hint(schema_test, never_written, run):
+    if schema_test != "ok":
+        return f"opcheck's test_schema says: {schema_test}."
+    if never_written:
+        return (f"compiled and eager agree ({run.verdict.agree}), and opcheck passes, but you also declared "
+                f"{never_written}, which the kernel never writes. That promise is false too; nothing here "
+                "caught it except comparing it with the kernel (02 shows what it costs).")
+    return f"compiled vs eager: {run.verdict}"
+
+# %%
 def check_fill(declared):
     if not labkit.exercises.answered(declared):
         return False
     declared = (declared,) if isinstance(declared, str) else tuple(declared)
     try:
-        op = labkit.declare(name="lab00::fill", args=("x", "scratch"), writes=("scratch",),
+        op = labkit.declare(name="nb00::fill", args=("x", "scratch"), writes=("scratch",),
                             mutates_args=declared, returns="none")
     except (labkit.LabOpError, TypeError, ValueError) as problem:
         return labkit.exercises.check(False, "", str(problem))
     schema_test = labkit.checks.opcheck(op, (torch.zeros(2), torch.zeros(2)), tests=("test_schema",))["test_schema"]
     run = labkit.compile_and_compare(use_scratch, torch.zeros(2), torch.zeros(2))
     never_written = sorted(set(declared) - {"scratch"})
-    if schema_test != "ok":
-        hint = f"opcheck's test_schema says: {schema_test}."
-    elif never_written:
-        hint = (f"compiled and eager agree ({run.verdict.agree}), and opcheck passes, but you also declared "
-                f"{never_written}, which the kernel never writes. That promise is false too; nothing here "
-                "caught it except comparing it with the kernel (02 shows what it costs).")
-    else:
-        hint = f"compiled vs eager: {run.verdict}"
     return labkit.exercises.check(schema_test == "ok" and not never_written and run.verdict.agree,
-                                  "the declaration matches the kernel, opcheck passes, compiled == eager.", hint)
+                                  "the declaration matches the kernel, opcheck passes, compiled == eager.",
+                                  fill_hint(schema_test, never_written, run))
 
 
 answer_ok = check_fill(my_mutates_args)
@@ -296,8 +315,9 @@ answer_ok = check_fill(my_mutates_args)
 # ("x",) is refused: opcheck's test_schema sees scratch written without a declaration. Compiled and
 # eager may still agree for it, since nothing in use_scratch is dead code: agreement alone proves little.
 with contextlib.redirect_stdout(io.StringIO()):
-    assert check_fill(("scratch",))
-    assert not check_fill(("x",)) and not check_fill(("x", "scratch"))
+    assert check_fill(("scratch",)), "declaring scratch, the one argument the kernel writes, is accepted"
+    assert not check_fill(("x",)), "declaring x instead of scratch is rejected"
+    assert not check_fill(("x", "scratch")), "declaring x as well as scratch is rejected"
 print("solution checked")
 
 # %% [markdown]
@@ -313,8 +333,9 @@ results = torch.library.opcheck(secret_add_one, (torch.ones(3),), test_utils="te
 print(str(results["test_schema"]).splitlines()[0][:160])
 
 # %%
-assert results["test_schema"] != "SUCCESS"
-assert "Argument x is not defined as mutable but was mutated" in str(results["test_schema"])
+assert results["test_schema"] != "SUCCESS", "opcheck's test_schema fails on the undeclared write"
+assert "Argument x is not defined as mutable but was mutated" in str(results["test_schema"]), \
+    "test_schema's message names the undeclared write to x"
 
 # %% [markdown]
 # - **`TORCH_LOGS`** prints what each stage produced. From a shell: `TORCH_LOGS="graph_code,aot_graphs"
@@ -340,9 +361,9 @@ print("Dynamo graph, op calls:     ", [line.strip() for line in dynamo_log if "=
 print("AOTAutograd graph, op calls:", [line.strip() for line in aot_log if "= torch.ops." in line])
 
 # %%
-assert any("torch.ops.lab00.secret_add_one.default(" in line for line in dynamo_log)
-assert not any("torch.ops.lab00.secret_add_one" in line for line in aot_log)     # removed by AOTAutograd
-assert any("torch.ops.aten.mul.Tensor" in line for line in aot_log)
+assert any("torch.ops.nb00.secret_add_one.default(" in line for line in dynamo_log), "the Dynamo graph calls the op"
+assert not any("torch.ops.nb00.secret_add_one" in line for line in aot_log), "AOTAutograd removed the call"
+assert any("torch.ops.aten.mul.Tensor" in line for line in aot_log), "the AOTAutograd graph keeps x * 2"
 
 # %% [markdown]
 # ## What to remember

@@ -48,8 +48,10 @@ print(scale(torch.ones(2), 3.0))
 print(torch.ops.nb01.scale(torch.ones(2), 3.0))  # the same op, called by its name
 
 # %%
-assert str(scale._opoverload._schema) == "nb01::scale(Tensor x, float factor) -> Tensor"
-assert torch.equal(torch.ops.nb01.scale(torch.ones(2), 3.0), torch.full((2,), 3.0))
+assert str(scale._opoverload._schema) == "nb01::scale(Tensor x, float factor) -> Tensor", \
+    "the type hints become the op's schema"
+assert torch.equal(torch.ops.nb01.scale(torch.ones(2), 3.0), torch.full((2,), 3.0)), \
+    "the op, called by its name, scales x"
 
 # %% [markdown]
 # The function under `register_fake` is the **fake kernel**. We will see in a moment what it is
@@ -60,7 +62,8 @@ assert torch.equal(torch.ops.nb01.scale(torch.ones(2), 3.0), torch.full((2,), 3.
 torch.library.opcheck(scale, (torch.randn(3), 2.0), raise_exception=False)
 
 # %%
-assert set(torch.library.opcheck(scale, (torch.randn(3), 2.0), raise_exception=False).values()) == {"SUCCESS"}
+assert set(torch.library.opcheck(scale, (torch.randn(3), 2.0), raise_exception=False).values()) == {"SUCCESS"}, \
+    "every opcheck test passes for scale"
 
 # %% [markdown]
 # The lab's notebooks use `labkit.checks.opcheck`, the same call made once per test, which keeps torch's
@@ -95,13 +98,15 @@ torch.compile(lambda x: peek(x) + 1, backend="aot_eager")(torch.ones(2))
 seen_by_fake
 
 # %%
-assert seen_by_fake and set(seen_by_fake) == {"FakeTensor"}
-if torch.__version__.startswith("2.13."):
-    assert len(seen_by_fake) == 3        # Dynamo once; AOTAutograd twice (collect metadata, then trace)
+assert seen_by_fake, "compiling called the fake kernel"
+assert set(seen_by_fake) == {"FakeTensor"}, "the fake kernel was only ever called with FakeTensors"
+assert len(seen_by_fake) == 3, \
+    "the fake kernel runs 3 times: Dynamo once; AOTAutograd twice (collect metadata, then trace)"
 
 # %% [markdown]
-# Three calls on torch 2.13: Dynamo calls the fake kernel once while it records the graph; AOTAutograd
-# twice — once to learn what the graph outputs and mutates, once to trace the functional graph.
+# Three calls (observed on torch 2.11.0 to 2.15.0): Dynamo calls the fake kernel once while it records the
+# graph; AOTAutograd twice — once to learn what the graph outputs and mutates, once to trace the functional
+# graph.
 
 # %% [markdown]
 # Now an op without a fake kernel, whose body is plain torch code. Eagerly it works; compiled, tracing
@@ -119,9 +124,10 @@ report = labkit.compile_and_compare(lambda x: no_fake(x) + 1, torch.ones(2), bac
 print(report.error)
 
 # %%
-assert report.eager_error is None                       # eager: fine
-assert report.error.kind == "missing_fake"              # compiled: no fake impl
-assert report.error.message.startswith("There was no fake impl registered for <CustomOpDef(nb01::no_fake)>")
+assert report.eager_error is None, "eager: the op without a fake kernel runs fine"
+assert report.error.kind == "missing_fake", "compiled: tracing stops, the op has no fake impl"
+assert report.error.message.startswith("There was no fake impl registered for <CustomOpDef(nb01::no_fake)>"), \
+    "torch's message names the op that has no fake impl"
 
 # %% [markdown]
 # **A surprise:** an op that returns *nothing* and mutates nothing needs a fake kernel too
@@ -142,8 +148,10 @@ print("pure op returning None, no fake:    ", pure_none.error.kind if pure_none.
 print("mutating op returning None, no fake:", mutating_none.error.kind if mutating_none.error else "compiles")
 
 # %%
-assert pure_none.error is not None and pure_none.error.kind == "missing_fake"
-assert mutating_none.error is None and mutating_none.verdict.agree
+assert pure_none.error is not None, "a pure op returning None, without a fake kernel, does not compile"
+assert pure_none.error.kind == "missing_fake", "the pure op returning None fails for want of a fake impl"
+assert mutating_none.error is None, "a mutating op returning None compiles without a fake kernel"
+assert mutating_none.verdict.agree, "the mutating op returning None, compiled, agrees with eager"
 
 # %% [markdown]
 # ## 3. One model, three stages
@@ -198,15 +206,18 @@ print(labkit.render.stage_code(report)["inductor"])
 
 # %%
 dynamo, aot = report.dynamo_graphs[0], report.aot_graphs[0]
-assert dynamo.has("nb01::scale") and aot.has("nb01::scale")
+assert dynamo.has("nb01::scale"), "the Dynamo graph calls the op"
+assert aot.has("nb01::scale"), "the AOTAutograd graph keeps the op, as one node"
 dynamo_code = labkit.render.stage_code(report)["dynamo"]
-assert "torch._C._nn.linear(" in dynamo_code and "parameters_weight" in dynamo_code   # inlined, weights lifted
-assert any(n.target == "addmm.default" for n in aot.nodes)
-assert any(n.target in ("t.default", "permute.default") for n in aot.nodes)
+assert "torch._C._nn.linear(" in dynamo_code, "Dynamo inlines the module: its graph calls linear"
+assert "parameters_weight" in dynamo_code, "Dynamo lifts the layer's weight to a graph input"
+assert any(n.target == "addmm.default" for n in aot.nodes), "AOTAutograd lowers linear to an addmm"
+assert any(n.target in ("t.default", "permute.default") for n in aot.nodes), \
+    "AOTAutograd transposes the weight (t or permute) for the addmm"
 calls = labkit.render.inductor_kernel_calls(report.inductor_code[0])
-assert "torch.ops.nb01.scale.default(…)" in calls
-assert any(c.startswith(("cpp_fused_relu", "triton_")) for c in calls)
-assert report.verdict.agree
+assert "torch.ops.nb01.scale.default(…)" in calls, "Inductor calls the op as a fallback"
+assert any(c.startswith(("cpp_fused_relu", "triton_")) for c in calls), "Inductor generates a kernel for the ReLU"
+assert report.verdict.agree, "compiled == eager"
 print("Inductor launches:", calls)
 
 # %% [markdown]
@@ -239,7 +250,9 @@ if labkit.exercises.answered(first_stage_without_op):
 # %% jupyter={"source_hidden": true} tags=["solution"]
 # Solution: the fake kernel gives the shape at compile time, so the op's data is used by nothing. Dynamo
 # still records the call; AOTAutograd's dead-code elimination removes it; the kernel never runs.
-assert truth == "aot" and fates == {"dynamo": True, "aot": False, "inductor": False, "ran": False}
+assert truth == "aot", "AOTAutograd is the first stage without the op"
+assert fates == {"dynamo": True, "aot": False, "inductor": False, "ran": False}, \
+    "Dynamo records the call; AOTAutograd removes it; Inductor has none; the kernel never runs"
 print("solution checked")
 
 # %% [markdown]
@@ -280,7 +293,7 @@ def solution_row_sums_fake(x):
 
 
 with contextlib.redirect_stdout(io.StringIO()):
-    assert check_row_sums_fake(solution_row_sums_fake)
+    assert check_row_sums_fake(solution_row_sums_fake), "the solution's fake kernel passes opcheck and the compile"
 print("solution checked")
 
 # %% [markdown]
@@ -290,18 +303,10 @@ print("solution checked")
 # program with the environment variable `TORCH_TRACE` set to a folder, and torch writes a structured log
 # of every compile there. `tlparse` (a separate tool: `pip install tlparse`) turns that log into an HTML
 # report — for each compile, the Dynamo graph, the AOTAutograd graph, Inductor's code, cache hits and
-# misses, graph breaks. torch reads `TORCH_TRACE` when it starts, so the cell runs a small program in a
-# new process (where `tlparse` is missing, on Colab say, the cell installs it first):
+# misses, graph breaks. torch reads `TORCH_TRACE` when it starts, so the cells below run a small program
+# in a new process:
 
 # %%
-# NBVAL_IGNORE_OUTPUT
-import os
-import pathlib
-import shutil
-import subprocess
-import sys
-import tempfile
-
 program = """
 import torch
 
@@ -316,10 +321,28 @@ def _(x, factor):
 linear = torch.nn.Linear(4, 4).eval().requires_grad_(False)
 torch.compile(lambda x: torch.relu(scale(linear(x), 2.0)))(torch.randn(2, 4))
 """
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+
 work = pathlib.Path(tempfile.mkdtemp(prefix="nb01-trace-"))
 (work / "program.py").write_text(program)
 env = dict(os.environ, TORCH_TRACE=str(work / "trace"), TORCHINDUCTOR_CACHE_DIR=str(work / "cache"))
 subprocess.run([sys.executable, str(work / "program.py")], env=env, check=True, capture_output=True)
+print("torch wrote its trace log into", work / "trace")
+
+# %% [markdown]
+# `tlparse` turns the log torch wrote into the report (where `tlparse` is missing, on Colab say, the cell
+# installs it first):
+
+# %%
+# NBVAL_IGNORE_OUTPUT
 tlparse = shutil.which("tlparse") or str(pathlib.Path(sys.executable).with_name("tlparse"))
 if not pathlib.Path(tlparse).exists():   # e.g. Colab, where labkit comes without its requirements
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "tlparse"], check=True)
@@ -346,9 +369,10 @@ def entry(prefix):
     return next(name for name in entries if name.startswith(prefix))
 
 index = (work / "report" / "index.html").read_text()
-assert all(any(n.startswith(p) for n in entries) for p in ("dynamo_output_graph", "aot_inference_graph",
-                                                          "inductor_output_code", "fx_graph_cache_miss"))
-assert all(entry(p) in index for p in ("dynamo_output_graph", "aot_inference_graph", "inductor_output_code"))
+for prefix in ("dynamo_output_graph", "aot_inference_graph", "inductor_output_code", "fx_graph_cache_miss"):
+    assert any(n.startswith(prefix) for n in entries), f"the trace of compile [0/0] has a {prefix} entry"
+for prefix in ("dynamo_output_graph", "aot_inference_graph", "inductor_output_code"):
+    assert entry(prefix) in index, f"the report's index lists the {prefix} entry"
 
 # %% [markdown]
 # Each entry is a file next to the index. The AOTAutograd graph, as torch wrote it — with our op:
@@ -359,7 +383,8 @@ aot_text = aot_file.read_text()
 print(aot_text.replace(str(work), "…"))     # the temporary folder's name changes each run
 
 # %%
-assert "torch.ops.traced.scale.default" in aot_text and "torch.ops.aten.addmm.default" in aot_text
+assert "torch.ops.traced.scale.default" in aot_text, "torch's own AOTAutograd graph calls our op"
+assert "torch.ops.aten.addmm.default" in aot_text, "torch's own AOTAutograd graph has the linear's addmm"
 
 # %% [markdown]
 # For a quick look without a report, `TORCH_LOGS="graph_code,aot_graphs,output_code"` prints the same

@@ -45,8 +45,9 @@ print(raw_bump._opoverload._schema)
 print(bump.schema)
 
 # %%
-assert str(raw_bump._opoverload._schema) == "nb02::raw_bump(Tensor(a0!) x) -> ()"
-assert bump.schema == "nb02::bump(Tensor(a0!) x) -> ()"
+assert str(raw_bump._opoverload._schema) == "nb02::raw_bump(Tensor(a0!) x) -> ()", \
+    "torch's schema marks x as written to: Tensor(a0!) x"
+assert bump.schema == "nb02::bump(Tensor(a0!) x) -> ()", "labkit.declare gives the same schema"
 
 # %% [markdown]
 # `Tensor(a0!) x` reads: "`x` belongs to alias set `a0`, and the op **writes** (`!`) to it".
@@ -69,10 +70,12 @@ print(labkit.render.stage_code(report)["aot"])
 # %%
 aot = report.aot_graphs[0]
 (call,) = aot.calls("nb02::bump")
-assert call.wrapper == "auto_functionalized_v2" and call.mutating
+assert call.wrapper == "auto_functionalized_v2", "AOTAutograd wraps the op in auto_functionalized_v2"
+assert call.mutating, "the wrapped call is recorded as writing x"
 copies = [n for n in aot.nodes if n.target == "copy_.default"]
-assert len(copies) == 1 and copies[0].args.startswith("arg0_1")   # written back into the input
-assert report.verdict.agree
+assert len(copies) == 1, "the graph has one copy_"
+assert copies[0].args.startswith("arg0_1"), "the copy_ writes the new value back into the input"
+assert report.verdict.agree, "compiled == eager"
 
 # %% [markdown]
 # ### Inductor: re-inplacing
@@ -87,8 +90,10 @@ print(labkit.render.stage_code(report)["inductor"])
 
 # %%
 code = labkit.render.stage_code(report)["inductor"]
-assert "torch.ops.nb02.bump.default(arg0_1)" in code and "clone" not in code
-assert report.verdict.agree and report.compiled_calls["nb02::bump"] == 1
+assert "torch.ops.nb02.bump.default(arg0_1)" in code, "Inductor calls the op directly on the input"
+assert "clone" not in code, "re-inplaced: no clone"
+assert report.verdict.agree, "compiled == eager"
+assert report.compiled_calls["nb02::bump"] == 1, "compiled: the kernel ran once"
 
 # %% [markdown]
 # ### `mutates_args="unknown"`
@@ -105,8 +110,9 @@ unknown_report = labkit.compile_and_compare(lambda x, y: (both(x, y), x + y)[1],
 print(unknown_report.verdict)
 
 # %%
-assert both.schema == "nb02::maybe(Tensor(a0!) x, Tensor(a1!) y) -> ()"
-assert unknown_report.verdict.agree
+assert both.schema == "nb02::maybe(Tensor(a0!) x, Tensor(a1!) y) -> ()", \
+    'mutates_args="unknown" declares every argument written to'
+assert unknown_report.verdict.agree, 'mutates_args="unknown": compiled == eager'
 
 # %% [markdown]
 # One more price: an op that mutates anything — `"unknown"` included — cannot have an autograd formula.
@@ -125,7 +131,8 @@ except RuntimeError as error:
 print(autograd_refusal)
 
 # %%
-assert autograd_refusal is not None and "non-functional operator" in autograd_refusal
+assert autograd_refusal is not None, 'torch refuses register_autograd on an op with mutates_args="unknown"'
+assert "non-functional operator" in autograd_refusal, "torch's refusal calls the op a non-functional operator"
 
 # %% [markdown]
 # ### `tags=torch.Tag.inplace` (torch 2.13 and later)
@@ -140,7 +147,8 @@ if hasattr(torch.Tag, "inplace"):
                           tags=("inplace",))
     inplace_report = labkit.compile_and_compare(lambda x: add_(x) * 2, torch.ones(2), backend="inductor")
     print(add_.schema, "|", inplace_report.verdict)
-    assert add_.schema == "nb02::add_(Tensor(a0!) x) -> Tensor(a0!)" and inplace_report.verdict.agree
+    assert add_.schema == "nb02::add_(Tensor(a0!) x) -> Tensor(a0!)", "the op returns the x it writes: Tensor(a0!)"
+    assert inplace_report.verdict.agree, "an op tagged inplace: compiled == eager"
     try:                                   # mutating the second argument instead: refused at definition
         @torch.library.custom_op("nb02::bad_inplace", mutates_args={"y"}, tags=(torch.Tag.inplace,))
         def bad_inplace(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -150,7 +158,8 @@ if hasattr(torch.Tag, "inplace"):
     except ValueError as error:
         refusal = str(error)
     print(refusal.split(". Got func")[0])
-    assert "requires mutates_args to contain exactly the first positional argument" in refusal
+    assert "requires mutates_args to contain exactly the first positional argument" in refusal, \
+        "torch.Tag.inplace is refused when the op mutates an argument other than the first"
 else:
     print(f"torch {torch.__version__} has no torch.Tag.inplace (it arrived in 2.13): skipped.")
 
@@ -183,10 +192,12 @@ for mistake, fields in MISTAKES.items():
     print(f"{mistake:<20} {outcome(results[mistake])}")
 
 # %%
-assert outcome(results["undeclared mutation"]) == "SILENTLY WRONG"
-assert outcome(results["over-declared"]) == "correct"
-assert outcome(results["returns its input"]) == "error in eager: alias_return"
-assert outcome(results["no fake kernel"]) == "error when compiling: missing_fake"
+assert outcome(results["undeclared mutation"]) == "SILENTLY WRONG", "an undeclared mutation is silently wrong"
+assert outcome(results["over-declared"]) == "correct", "an over-declaration is correct"
+assert outcome(results["returns its input"]) == "error in eager: alias_return", \
+    "returning an input is refused in eager (alias_return)"
+assert outcome(results["no fake kernel"]) == "error when compiling: missing_fake", \
+    "without a fake kernel the compile stops (missing_fake)"
 
 # %% [markdown]
 # - **Undeclared mutation** — the worst: no error, a different answer. Here (and in 00) the op returns
@@ -213,11 +224,13 @@ print("over-declared:  kernel calls", over_report.compiled_calls["nb02::over"], 
 print(labkit.render.stage_code(over_report)["aot"])
 
 # %%
-assert pure_report.compiled_calls["nb02::pure"] == 0        # removed as dead code
-assert over_report.compiled_calls["nb02::over"] == 1        # kept: it "writes" x, so it must run
-assert over_report.aot_graphs[0].has("nb02::over")
-assert any(n.target == "copy_.default" for n in over_report.aot_graphs[0].nodes)
-assert pure_report.verdict.agree and over_report.verdict.agree
+assert pure_report.compiled_calls["nb02::pure"] == 0, "declared pure: the call is removed as dead code"
+assert over_report.compiled_calls["nb02::over"] == 1, 'over-declared: the call is kept; it "writes" x, so it must run'
+assert over_report.aot_graphs[0].has("nb02::over"), "over-declared: the AOTAutograd graph keeps the call"
+assert any(n.target == "copy_.default" for n in over_report.aot_graphs[0].nodes), \
+    "over-declared: the AOTAutograd graph copies x back"
+assert pure_report.verdict.agree, "declared pure: compiled == eager"
+assert over_report.verdict.agree, "over-declared: compiled == eager"
 
 # %% [markdown]
 # The over-declared op runs although its result is never used, and the graph carries the
@@ -262,10 +275,12 @@ x_eager, x_compiled = torch.ones(3), torch.ones(3)
 print("eager:", read_then_bump(x_eager).tolist(), "| compiled:", torch.compile(read_then_bump)(x_compiled).tolist())
 
 # %%
-assert read_then_bump(torch.ones(3)).tolist() == [8.0] * 3
-assert torch.compile(read_then_bump)(torch.ones(3)).tolist() == [10.0] * 3       # silently wrong
-assert not used.verdict.outputs_match and used.verdict.inputs_match               # x itself ends right
-assert launches(used) == ["torch.ops.nb02.bump_and_sum.default(…)", "cpp_fused_add_mul_0(…)"]   # op first
+assert read_then_bump(torch.ones(3)).tolist() == [8.0] * 3, "eager: 2 + 6 = 8"
+assert torch.compile(read_then_bump)(torch.ones(3)).tolist() == [10.0] * 3, "compiled: silently wrong, 2·2 + 6 = 10"
+assert not used.verdict.outputs_match, "compiled and eager outputs differ"
+assert used.verdict.inputs_match, "x itself ends right"
+assert launches(used) == ["torch.ops.nb02.bump_and_sum.default(…)", "cpp_fused_add_mul_0(…)"], \
+    "the op is launched first, then the fused kernel that reads x"
 
 # %% [markdown]
 # Declared truthfully (`mutates_args={"x"}`), the same function compiles correctly. Look at what it costs:
@@ -292,9 +307,10 @@ print(declared.verdict)
 print(launches(declared))
 
 # %%
-assert declared.verdict.agree
+assert declared.verdict.agree, "declared truthfully: compiled == eager"
 first, op_call = launches(declared)[:2]
-assert "clone" in first and op_call == "torch.ops.nb02.bump_and_sum_declared.default(…)"   # a copy, then the op
+assert "clone" in first, "Inductor's first launch clones x"
+assert op_call == "torch.ops.nb02.bump_and_sum_declared.default(…)", "the op runs after the clone"
 
 # %% [markdown]
 # ## 3. `opcheck` as the guard
@@ -314,6 +330,10 @@ def hidden_side_effect(x: torch.Tensor) -> None:
 def _(x):
     return None
 
+# %% [markdown]
+# The table: `labkit.checks.opcheck` on the four mistakes, on a correct declaration, and on `hidden_side_effect`:
+
+# %%
 CASES = dict(MISTAKES, correct=dict(writes=("x",), mutates_args=("x",), returns="none"))
 table = {}
 for case, fields in CASES.items():
@@ -331,12 +351,15 @@ for case, row in table.items():
     print(f"{case:<21}" + "".join(f"{short(row[t]):<28}" for t in labkit.checks.OPCHECK_TESTS))
 
 # %%
-assert table["undeclared mutation"]["test_schema"] == "FAIL: Argument x is not defined as mutable but was mutated"
-assert [short(v) for v in table["undeclared mutation"].values()] == ["FAIL", "ok", "ok", "ok"]
-assert set(table["over-declared"].values()) == {"ok"}       # opcheck does not catch an over-declaration
-assert set(table["hidden side effect"].values()) == {"ok"}  # nor a hidden Python side effect
-assert table["no fake kernel"]["test_faketensor"].startswith("FAIL: There was no fake impl")
-assert set(table["correct"].values()) == {"ok"}
+assert table["undeclared mutation"]["test_schema"] == "FAIL: Argument x is not defined as mutable but was mutated", \
+    "test_schema catches an undeclared mutation"
+assert [short(v) for v in table["undeclared mutation"].values()] == ["FAIL", "ok", "ok", "ok"], \
+    "only test_schema catches an undeclared mutation"
+assert set(table["over-declared"].values()) == {"ok"}, "opcheck does not catch an over-declaration"
+assert set(table["hidden side effect"].values()) == {"ok"}, "opcheck does not catch a hidden Python side effect"
+assert table["no fake kernel"]["test_faketensor"].startswith("FAIL: There was no fake impl"), \
+    "test_faketensor catches a missing fake kernel"
+assert set(table["correct"].values()) == {"ok"}, "a correct declaration passes every test"
 
 # %% [markdown]
 # Only `test_schema` catches an undeclared mutation — `test_aot_dispatch_dynamic` compares outputs,
@@ -398,7 +421,9 @@ if all(labkit.exercises.answered(v) for v in my_predictions.values()):
 # An over-declaration is correct on every backend; a missing fake kernel stops any compile.
 assert truth == {"undeclared mutation (returns nothing)": "silently wrong",
                  "undeclared mutation, result used (read_then_bump)": "correct",
-                 "over-declared": "correct", "no fake kernel": "error"}
+                 "over-declared": "correct", "no fake kernel": "error"}, \
+    "on aot_eager: the removed call is silently wrong, read_then_bump is right, over-declared is correct, " \
+    "a missing fake kernel is an error"
 print("solution checked")
 
 # %% [markdown]
@@ -430,7 +455,7 @@ answer_ok = check_normalize(my_normalize_mutates)
 # %% jupyter={"source_hidden": true} tags=["solution"]
 # Solution: both arguments are written, so both are declared ("unknown" would also pass, less precisely).
 with contextlib.redirect_stdout(io.StringIO()):
-    assert check_normalize(("x", "stats"))
+    assert check_normalize(("x", "stats")), "declaring both written arguments is accepted"
 print("solution checked")
 
 # %% [markdown]
@@ -453,8 +478,10 @@ aot_lines = [line.strip() for line in log.artifact("aot_graphs") if "torch.ops."
 print("\n".join(aot_lines))
 
 # %%
-assert any("auto_functionalized_v2" in line and "nb02.raw_bump.default" in line for line in aot_lines)
-assert any("torch.ops.aten.copy_.default(arg0_1" in line for line in aot_lines)
+assert any("auto_functionalized_v2" in line and "nb02.raw_bump.default" in line for line in aot_lines), \
+    "torch's AOTAutograd log shows raw_bump wrapped in auto_functionalized_v2"
+assert any("torch.ops.aten.copy_.default(arg0_1" in line for line in aot_lines), \
+    "torch's AOTAutograd log shows the copy_ back into the input"
 
 # %% [markdown]
 # ## What to remember

@@ -52,8 +52,10 @@ print(labkit.render.stage_code(report)["aot"])
 # %%
 (node,) = report.aot_graphs[0].calls("nb03::bump")
 aot_code = labkit.render.stage_code(report)["aot"]
-assert "_x_base_index = 0, _x_slice_dim = 0, _x_slice_start = 1, _x_slice_end = 3" in aot_code
-assert "copy_.default(arg0_1" in aot_code and report.verdict.agree
+assert "_x_base_index = 0, _x_slice_dim = 0, _x_slice_start = 1, _x_slice_end = 3" in aot_code, \
+    "the call records the base and how the view x[1:3] was cut from it"
+assert "copy_.default(arg0_1" in aot_code, "the new base is copied back into the input"
+assert report.verdict.agree, "compiled == eager"
 
 # %% [markdown]
 # Inductor re-inplaces it: the op runs directly on a view of your tensor (`reinterpret_tensor` with
@@ -64,9 +66,10 @@ inductor_report = labkit.compile_and_compare(bump_middle, torch.zeros(5), backen
 print(labkit.render.stage_code(inductor_report)["inductor"])
 
 # %%
-assert "torch.ops.nb03.bump.default(reinterpret_tensor(arg0_1, (2, ), (1, ), 1))" in \
-    labkit.render.stage_code(inductor_report)["inductor"]
-assert inductor_report.verdict.agree
+inductor_code = labkit.render.stage_code(inductor_report)["inductor"]
+assert "torch.ops.nb03.bump.default(reinterpret_tensor(arg0_1, (2, ), (1, ), 1))" in inductor_code, \
+    "Inductor runs the op directly on a view of the input, at offset 1"
+assert inductor_report.verdict.agree, "compiled == eager"
 
 # %% [markdown]
 # ## 2. Why an op's outputs may not alias its inputs
@@ -90,7 +93,8 @@ except RuntimeError as error:
 print(alias_error.message.split(" The most common")[0])
 
 # %%
-assert alias_error is not None and "may not alias any inputs" in alias_error.message
+assert alias_error is not None, "custom_op refuses, in eager, an output that is a view of an input"
+assert "may not alias any inputs" in alias_error.message, "torch's message: outputs may not alias any inputs"
 
 # %% [markdown]
 # Ops registered through the lower-level `torch.library.Library.define` (or C++) get no eager check.
@@ -120,10 +124,12 @@ for raises in (False, True):
     print(f"error_on_custom_op_aliasing={raises}: {outcomes[raises]}")
 
 # %%
-assert torch.ops.nb03lib.same(x) is x              # eager: no check for Library.define ops
-assert outcomes == {False: "warned", True: "raised"}
-if "TORCHINDUCTOR_ERROR_ON_CUSTOM_OP_ALIASING" not in os.environ:   # torch's default follows CI
-    assert torch._functorch.config.error_on_custom_op_aliasing == bool(os.getenv("CI"))
+assert torch.ops.nb03lib.same(x) is x, "eager: no aliasing check for Library.define ops"
+assert outcomes == {False: "warned", True: "raised"}, \
+    "compiled: AOTAutograd warns, or raises with error_on_custom_op_aliasing=True"
+if "TORCHINDUCTOR_ERROR_ON_CUSTOM_OP_ALIASING" not in os.environ:
+    assert torch._functorch.config.error_on_custom_op_aliasing == bool(os.getenv("CI")), \
+        "torch's default for error_on_custom_op_aliasing follows the CI variable"
 lib._destroy()
 
 # %% [markdown]
@@ -149,7 +155,9 @@ except RuntimeError as error:
 print(seed_error.message.split(" The most common way")[0])
 
 # %%
-assert seed_error is not None and "must not also be an input to this custom operator" in seed_error.message
+assert seed_error is not None, "x.add_(1); return x fails in eager"
+assert "must not also be an input to this custom operator" in seed_error.message, \
+    "torch's message: a returned tensor must not also be an input"
 
 # %% [markdown]
 # It fails **in eager**, before any compiler is involved. The legal ways to write it:
@@ -172,7 +180,7 @@ def _(x):
 
 fixed_report = labkit.compile_and_compare(lambda x: seed_fixed(x) * 2, torch.ones(2), backend="inductor")
 print(fixed_report.verdict)
-assert fixed_report.verdict.agree
+assert fixed_report.verdict.agree, "form 2, returning a clone: compiled == eager"
 
 # %% [markdown]
 # ## Exercise: two overlapping views
@@ -200,7 +208,8 @@ if labkit.exercises.answered(my_x_after):
 # %% jupyter={"source_hidden": true} tags=["solution"]
 # Solution: x[1:3] and x[2:4] overlap at index 2, so it is bumped twice. Functionalization tracks both
 # views through the same base, so compiled equals eager.
-assert x_compiled.tolist() == x_eager.tolist() == [0.0, 1.0, 2.0, 1.0, 0.0]
+assert x_eager.tolist() == [0.0, 1.0, 2.0, 1.0, 0.0], "eager: both writes land in x, x[2] twice"
+assert x_compiled.tolist() == x_eager.tolist(), "compiled equals eager"
 print("solution checked")
 
 # %% [markdown]
@@ -229,8 +238,10 @@ aot_lines = [line.strip() for line in log.artifact("aot_graphs") if "torch.ops."
 print("\n".join(aot_lines))
 
 # %%
-assert any("nb03.raw_bump.default" in line and "_x_slice_start = 1, _x_slice_end = 3" in line for line in aot_lines)
-assert any("torch.ops.aten.copy_.default(arg0_1" in line for line in aot_lines)
+assert any("nb03.raw_bump.default" in line and "_x_slice_start = 1, _x_slice_end = 3" in line for line in aot_lines), \
+    "torch's AOTAutograd log shows the op on the view x[1:3] of its base"
+assert any("torch.ops.aten.copy_.default(arg0_1" in line for line in aot_lines), \
+    "torch's AOTAutograd log shows the copy_ back into the input"
 
 # %% [markdown]
 # ## What to remember

@@ -15,7 +15,6 @@
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-import concurrent.futures
 import contextlib
 import hashlib
 import io
@@ -57,10 +56,13 @@ print("new handle reports:    ", foo_v2._opoverload._schema)
 print("torch.ops.nb04n.foo is: ", torch.ops.nb04n.foo.default._schema)
 
 # %%
-assert caught == []                                                            # silently replaced
-assert str(foo_v1._opoverload._schema) == "nb04n::foo(Tensor x) -> ()"         # stale metadata
-assert str(foo_v2._opoverload._schema) == "nb04n::foo(Tensor(a0!) x) -> ()"
-assert str(torch.ops.nb04n.foo.default._schema) == str(foo_v2._opoverload._schema)
+assert caught == [], "re-declaring nb04n::foo with custom_op gives no warning: the name is silently replaced"
+assert str(foo_v1._opoverload._schema) == "nb04n::foo(Tensor x) -> ()", \
+    "the old handle still reports the old schema (stale metadata)"
+assert str(foo_v2._opoverload._schema) == "nb04n::foo(Tensor(a0!) x) -> ()", \
+    "the new handle reports the mutating schema"
+assert str(torch.ops.nb04n.foo.default._schema) == str(foo_v2._opoverload._schema), \
+    "torch.ops.nb04n.foo is the new declaration: a name has one declaration at a time"
 
 # %% [markdown]
 # `custom_op` destroys the old registration and makes a new one, with no warning; a Python object you
@@ -92,8 +94,10 @@ after = hasattr(torch.ops.nb04nscoped, "tmp")
 print("inside the block:", inside, "| after it:", after)
 
 # %%
-assert duplicate.startswith("Tried to register an operator (nb04nlow::bar(Tensor x) -> Tensor) with the same name")
-assert inside and not after
+assert duplicate.startswith("Tried to register an operator (nb04nlow::bar(Tensor x) -> Tensor) with the same name"), \
+    "Library.define refuses to define a name twice"
+assert inside, "inside the _scoped_library block the op exists"
+assert not after, "after the _scoped_library block the name is free again"
 
 # %% [markdown]
 # ## 2. pytorch #187319, live: the caches remember the old declaration
@@ -118,6 +122,10 @@ def uses_fix(x):
     torch.ops.nb04n.fix(x)
     return x * 2 + 1
 
+# %% [markdown]
+# The bug, then the fix, each compiled by a new `torch.compile` after a `torch.compiler.reset()`:
+
+# %%
 with labkit.cache.using("default"):
     declare_fix(mutating=False)                       # the bug
     x1 = torch.zeros(2)
@@ -132,9 +140,12 @@ hits = {k: after[k] - before[k] for k in after if k.endswith("hit")}
 print("after the bug:", x1.tolist(), "| after the fix:", x2.tolist(), "| cache hits:", hits)
 
 # %%
-assert x1.tolist() == [0.0, 0.0]       # expected: the pure declaration let the call be removed
-assert x2.tolist() == [0.0, 0.0] and hits == {"fxgraph_hit": 1, "aot_hit": 1}, (
-    "The fixed declaration no longer gets the stale artifact: torch may have fixed #187319 "
+assert x1.tolist() == [0.0, 0.0], "the pure declaration let the compiler remove the call (expected for the bug)"
+assert x2.tolist() == [0.0, 0.0], (
+    "The fixed declaration no longer gets the stale artifact (its call ran): torch may have fixed #187319 "
+    f"(torch {torch.__version__}). This lesson needs updating.")
+assert hits == {"fxgraph_hit": 1, "aot_hit": 1}, (
+    "The fixed declaration's compile no longer hits both caches: torch may have fixed #187319 "
     f"(torch {torch.__version__}). This lesson needs updating.")
 print(f"Observed on torch {torch.__version__}: the fix compiled to the artifact of the bug.")
 
@@ -153,18 +164,17 @@ print(f"Observed on torch {torch.__version__}: the fix compiled to the artifact 
 # builtin pytorch operators." The assert above is what tells you when a torch release changes the behaviour.
 #
 # The same happens **across processes** that share a cache directory (`TORCHINDUCTOR_CACHE_DIR`, or torch's
-# default directory when it is unset). `labkit.cache_demo` runs one process per declaration; each prints what
-# it saw. Process 3 has a directory of its own, so it runs beside the other two:
+# default directory when it is unset). `labkit.cache_demo.run_together` runs one process per declaration; each
+# prints what it saw. All three start at once: process 2 shares process 1's directory, so it compiles only once
+# process 1 has exited; process 3 has a directory of its own, so it runs beside the other two:
 
 # %%
 shared_dir = tempfile.mkdtemp(prefix="nb04-cache-")
 try:
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as beside:
-        fresh_run = beside.submit(labkit.cache_demo.run_in_subprocess,
-                                  "mutating", "default", tempfile.mkdtemp(dir=shared_dir))
-        bug = labkit.cache_demo.run_in_subprocess("pure", "default", shared_dir)
-        fixed = labkit.cache_demo.run_in_subprocess("mutating", "default", shared_dir)
-        fresh = fresh_run.result()
+    bug, fixed, fresh = labkit.cache_demo.run_together(
+        ("pure", "default", shared_dir),                            # process 1
+        ("mutating", "default", shared_dir),                        # process 2: after process 1, same directory
+        ("mutating", "default", tempfile.mkdtemp(dir=shared_dir)))  # process 3: a directory of its own
 finally:
     shutil.rmtree(shared_dir, ignore_errors=True)
 for label, run in (("process 1, pure", bug), ("process 2, mutating, same dir", fixed),
@@ -172,10 +182,13 @@ for label, run in (("process 1, pure", bug), ("process 2, mutating, same dir", f
     print(f"{label:<32} x after: {run['x_after']}  FX-graph cache hits: {run['cache']['fxgraph_hit']}")
 
 # %%
-assert bug["x_after"] == [0.0] * 4
-assert fixed["x_after"] == [0.0] * 4 and fixed["cache"]["fxgraph_hit"] == 1, (
+assert bug["x_after"] == [0.0] * 4, "process 1 (pure declaration): the call was removed, x is unchanged"
+assert fixed["x_after"] == [0.0] * 4, (
+    "The second process ran the fixed declaration's call: torch may have fixed #187319; update this lesson.")
+assert fixed["cache"]["fxgraph_hit"] == 1, (
     "The second process compiled afresh: torch may have fixed #187319; update this lesson.")
-assert fresh["x_after"] == [1.0] * 4 and fresh["cache"]["fxgraph_hit"] == 0
+assert fresh["x_after"] == [1.0] * 4, "process 3 (its own cache dir) runs the mutating op: x is incremented"
+assert fresh["cache"]["fxgraph_hit"] == 0, "process 3 (its own cache dir) compiles afresh: no FX-graph cache hit"
 
 # %% [markdown]
 # ## 3. Mitigations, each checked
@@ -196,8 +209,11 @@ print(f"{'its own cache dir (process 3)':<30} x after the fix: {fresh['x_after']
       f"FX-graph cache hits: {fresh['cache']['fxgraph_hit']}")
 
 # %%
-assert all(r.steps[1].correct and not r.steps[1].stale for r in mitigations.values())
-assert fresh["x_after"] == [1.0] * 4 and fresh["cache"]["fxgraph_hit"] == 0
+for label, result in mitigations.items():
+    assert result.steps[1].correct, f"{label}: the fixed declaration compiles to a correct result"
+    assert not result.steps[1].stale, f"{label}: the fixed declaration's compile is not served from the cache"
+assert fresh["x_after"] == [1.0] * 4, "its own cache dir (process 3): x after the fix is correct"
+assert fresh["cache"]["fxgraph_hit"] == 0, "its own cache dir (process 3): no FX-graph cache hit"
 
 # %% [markdown]
 # - **Distinct names** (`mylib::foo_v2`) change the graph text, so the key.
@@ -226,7 +242,10 @@ def compile_once(fn, x):
     after = labkit.cache.counters()
     return x.tolist(), after["fxgraph_hit"] - before["fxgraph_hit"]
 
+# %% [markdown]
+# The bug, the fix, and the same fix once more, each tagged before it compiles:
 
+# %%
 with labkit.cache.using("default"):                         # labkit's own tag off: plain torch only
     fix = declare_fix(mutating=False)
     torch.compiler.config.cache_key_tag = schema_tag(fix)   # set before compiling
@@ -239,9 +258,9 @@ with labkit.cache.using("default"):                         # labkit's own tag o
 print("bug:", bug_run, "| fix:", fixed_run, "| same fix again:", again_run, "  (x after, FX-graph hits)")
 
 # %%
-assert bug_run == ([0.0, 0.0], 0)
-assert fixed_run == ([1.0, 1.0], 0)            # a new key: compiled afresh, correct
-assert again_run == ([1.0, 1.0], 1)            # the caches still work for an unchanged declaration
+assert bug_run == ([0.0, 0.0], 0), "the pure declaration: call removed, compiled afresh"
+assert fixed_run == ([1.0, 1.0], 0), "the fixed declaration has a new tag, so a new key: compiled afresh, correct"
+assert again_run == ([1.0, 1.0], 1), "the caches still answer for an unchanged declaration (one FX-graph hit)"
 
 # %% [markdown]
 # ### What labkit's fingerprint covers
@@ -276,9 +295,11 @@ print("with labkit, after your own resets:", with_labkit, "  (x after, FX-graph 
 print("fingerprint changed by:", {step: fingerprints[step] != fingerprints["before"] for step in list(fingerprints)[1:]})
 
 # %%
-assert with_labkit == [([0.0, 0.0], 0), ([1.0, 1.0], 0), ([1.0, 1.0], 1)]   # a new key despite the reset, then a hit
-assert len({fingerprints["before"], fingerprints["Library.define"], fingerprints["+ register_fake"]}) == 3
-assert fingerprints["destroyed"] == fingerprints["before"]
+assert with_labkit == [([0.0, 0.0], 0), ([1.0, 1.0], 0), ([1.0, 1.0], 1)], \
+    "labkit's fingerprint gives the fix a new key despite the reset, and the unchanged declaration then hits"
+assert len({fingerprints["before"], fingerprints["Library.define"], fingerprints["+ register_fake"]}) == 3, \
+    "Library.define and register_fake each change the fingerprint"
+assert fingerprints["destroyed"] == fingerprints["before"], "destroying the Library restores the fingerprint"
 
 # %% [markdown]
 # ## 4. What a schema hash cannot see: a changed fake kernel
@@ -307,7 +328,10 @@ def _(x):                        # the bug: one copy of x, not two
 def doubled(x):
     return twice(x) * 2
 
+# %% [markdown]
+# `compile_and_run` compiles afresh after a reset, and reports the outcome with the FX-graph cache hits:
 
+# %%
 def compile_and_run(fn, x):
     torch.compiler.reset()
     before = labkit.cache.counters()
@@ -318,7 +342,10 @@ def compile_and_run(fn, x):
     after = labkit.cache.counters()
     return outcome, after["fxgraph_hit"] - before["fxgraph_hit"]
 
+# %% [markdown]
+# The buggy fake kernel, then the fixed one, under labkit's fingerprinted policy; then the fixed one with the caches off:
 
+# %%
 with labkit.cache.using("fingerprinted"):
     with_bug = compile_and_run(doubled, torch.ones(3))
     key_with_bug = labkit.cache.fingerprint()
@@ -336,12 +363,13 @@ print("fake fixed:        ", after_fix, "| fingerprint unchanged:", key_with_bug
 print("fixed, caches off: ", caches_off)
 
 # %%
-assert with_bug == ("AssertionError: expected size 6==3, stride 1==1 at dim=0", 0)
-assert key_with_bug == key_after_fix                        # the fingerprint did not see the change
+assert with_bug == ("AssertionError: expected size 6==3, stride 1==1 at dim=0", 0), \
+    "the buggy fake kernel: compiled code checks the real size against the fake's, loudly"
+assert key_with_bug == key_after_fix, "the fingerprint does not see a change of the fake kernel's code"
 assert after_fix == with_bug[:1] + (1,), (                  # the stale artifact came back, from the cache
     "The fixed fake kernel no longer gets the stale artifact: torch may have fixed #160472 "
     f"(torch {torch.__version__}). This lesson needs updating.")
-assert caches_off == ("output of shape [6]", 0)             # compiled afresh, it is right
+assert caches_off == ("output of shape [6]", 0), "with the caches off, the fixed fake kernel compiles afresh, right"
 print(f"Observed on torch {torch.__version__}: the fixed fake kernel got the artifact of the buggy one.")
 
 # %% [markdown]
@@ -362,8 +390,10 @@ print(f"Observed on torch {torch.__version__}: the fixed fake kernel got the art
 # compile correctly — so the confusion lives in the caches, not in tracing.
 
 # %%
-assert mitigations["caches disabled"].steps[1].correct
-assert mitigations["caches disabled"].steps[1].schema_now == "naming::op(Tensor(a0!) x) -> ()"
+assert mitigations["caches disabled"].steps[1].correct, \
+    "with the caches off, the same two declarations compile correctly: the confusion is in the caches"
+assert mitigations["caches disabled"].steps[1].schema_now == "naming::op(Tensor(a0!) x) -> ()", \
+    "the second compile traced the mutating declaration"
 
 # %% [markdown]
 # ## 6. The naming widget
@@ -395,7 +425,8 @@ if labkit.exercises.answered(isolated_is_enough):
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
 # Solution: isolation protects one process from another, not a process from itself.
-assert isolated.steps[1].stale and not isolated.steps[1].correct
+assert isolated.steps[1].stale, "isolated, one process: the fix's compile hits the artifact of the first one"
+assert not isolated.steps[1].correct, "isolated, one process: the fixed declaration runs the stale artifact, wrongly"
 print("solution checked")
 
 # %% [markdown]
@@ -419,22 +450,29 @@ def twice_fake_fixed(x):
     return x.new_empty(2 * x.shape[0])
 
 
+def compile_with_tag(tag_fn, fakes):
+    """Section 4 replayed: register each fake kernel in turn, set the tag tag_fn gives, compile and run."""
+    outcomes = []
+    with labkit.cache.using("default"):
+        for fake in fakes:
+            twice.register_fake(fake)
+            torch.compiler.config.cache_key_tag = tag_fn(twice, fake)
+            outcomes.append(compile_and_run(doubled, torch.ones(3)))
+        torch.compiler.config.cache_key_tag = ""
+    return outcomes
+
+# %%
 def check_tag(tag_fn):
+    fakes = (twice_fake_buggy, twice_fake_fixed, twice_fake_fixed)
     try:
-        tags = [tag_fn(twice, fake) for fake in (twice_fake_buggy, twice_fake_fixed, twice_fake_fixed)]
+        tags = [tag_fn(twice, fake) for fake in fakes]
     except Exception as problem:  # noqa: BLE001 - the learner's code: one sentence, no traceback
         return labkit.exercises.check(False, "", f"my_cache_tag raised {type(problem).__name__}: {problem}")
     if not labkit.exercises.answered(... if tags[0] is None else tags[0]):
         return False
     if not all(isinstance(t, str) for t in tags) or tags[0] == tags[1] or tags[1] != tags[2]:
         return labkit.exercises.check(False, "", f"your tags: {tags}. The first two must differ, the last two match.")
-    outcomes = []
-    with labkit.cache.using("default"):
-        for fake in (twice_fake_buggy, twice_fake_fixed, twice_fake_fixed):
-            twice.register_fake(fake)
-            torch.compiler.config.cache_key_tag = tag_fn(twice, fake)
-            outcomes.append(compile_and_run(doubled, torch.ones(3)))
-        torch.compiler.config.cache_key_tag = ""
+    outcomes = compile_with_tag(tag_fn, fakes)
     return labkit.exercises.check(outcomes[1] == ("output of shape [6]", 0) and outcomes[2][1] == 1,
                                   "the fixed fake kernel compiles afresh, and an unchanged one still hits.",
                                   f"compile outcomes with your tag: {outcomes}")
@@ -453,7 +491,7 @@ def solution_cache_tag(op, fake):
 
 
 with contextlib.redirect_stdout(io.StringIO()):
-    assert check_tag(solution_cache_tag)
+    assert check_tag(solution_cache_tag), "a tag of the schema and the fake kernel's source passes the check"
 print("solution checked")
 
 # %% [markdown]

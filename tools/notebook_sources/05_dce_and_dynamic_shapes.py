@@ -73,7 +73,7 @@ assert inductor_config.dce is False and inductor_config.use_dce is True
 # **graph node**, and after AOTAutograd has functionalized the program your op is not always its own node: a
 # mutating op becomes an `auto_functionalized_v2` node, an effectful op a `with_effects` node.
 #
-# Five ops in plain torch, each with a kernel that counts its calls:
+# Four ops in plain torch, each with a kernel that counts its calls:
 
 # %%
 from torch._library.effects import EffectType   # a private module: see "effects" below
@@ -415,15 +415,17 @@ print(labkit.render.gpu_recording("05_dce_and_dynamic_shapes"))
 
 # %%
 if torch.__version__.startswith("2.13."):
-    assert hasattr(torch._dynamo.config, "do_not_emit_runtime_asserts")
+    assert hasattr(torch._dynamo.config, "do_not_emit_runtime_asserts"), \
+        "torch 2.13 has torch._dynamo.config.do_not_emit_runtime_asserts"
 if hasattr(torch._dynamo.config, "do_not_emit_runtime_asserts"):
     with torch._dynamo.config.patch(do_not_emit_runtime_asserts=True):
         fw_graphs, erased, calls = aot_graph(discards_both, x, torch.zeros(2), fullgraph=True)
     left = [str(n.target) for g in fw_graphs for n in g.graph.nodes if n.op == "call_function"]
     print(f"no runtime asserts: kernel calls {calls}; left: {left}")
-    assert calls == {} and "mylib.positives.default" not in left                # removed: its kernel never ran
-    assert "positives" in erased                                                 # by DCE
-    assert "aten._assert_scalar.default" not in left
+    assert calls == {}, "no runtime asserts: the unused data-dependent op's kernel never runs"
+    assert "mylib.positives.default" not in left, "no runtime asserts: the op is not in the graph"
+    assert "positives" in erased, "no runtime asserts: DCE erased the op"
+    assert "aten._assert_scalar.default" not in left, "no runtime asserts: no _assert_scalar in the graph"
 else:
     print("this torch has no torch._dynamo.config.do_not_emit_runtime_asserts")
 
@@ -441,7 +443,8 @@ dynamic_lab
 # %%
 dynamic_lab.set(dynamic="False", shapes="4 → 6 → 4")
 print(dynamic_lab.report.graphs_per_call, "recompiles:", dynamic_lab.report.recompiles)
-assert dynamic_lab.report.graphs_per_call == [1, 1, 0]
+assert dynamic_lab.report.graphs_per_call == [1, 1, 0], \
+    "dynamic=False, 4 → 6 → 4: a graph for [4], one for [6], and [4] again reuses the first"
 
 # %% [markdown]
 # ## 6. In your own project
@@ -457,12 +460,13 @@ def prints_between(x):
     print("logging something")          # a graph break
     return y + 1
 
-torch._dynamo.reset()
+torch.compiler.reset()
 explanation = torch._dynamo.explain(prints_between)(torch.ones(3))
 print(explanation.graph_count, "graphs,", explanation.graph_break_count, "break:",
       explanation.break_reasons[0].reason.splitlines()[0])
-assert explanation.graph_count == 2 and explanation.graph_break_count == 1
-assert "print" in explanation.break_reasons[0].reason
+assert explanation.graph_count == 2, "explain reports two graphs"
+assert explanation.graph_break_count == 1, "explain reports one graph break"
+assert "print" in explanation.break_reasons[0].reason, "the break's reason names the print"
 
 # %% [markdown]
 # Graph-break and recompile logs (`TORCH_LOGS="graph_breaks,recompiles"`), a whole compile as a `TORCH_TRACE`
@@ -486,7 +490,8 @@ if labkit.exercises.answered(my_graph_count):
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
 # Solution: 2. A static graph for [4], then one with a symbolic size (printed as [s…]) that also covers the last [4].
-assert truth_graphs == 2 and dynamic_lab.report.graphs_per_call == [1, 1, 0]
+assert truth_graphs == 2, "dynamic=None, 4 → 6 → 4: two graphs in total"
+assert dynamic_lab.report.graphs_per_call == [1, 1, 0], "the symbolic graph also covers the last [4]"
 print("solution checked")
 
 # %% [markdown]
@@ -521,7 +526,8 @@ if all(labkit.exercises.answered(v) for v in my_predictions.values()):
 # %% jupyter={"source_hidden": true} tags=["solution"]
 # Solution: a False (auto_functionalized_v2 with no copy_), b True (kept by _assert_scalar), c True (graph break:
 # eager), d True (fallback_random makes seeded ops impure).
-assert what_runs() == {"a": False, "b": True, "c": True, "d": True}
+assert what_runs() == {"a": False, "b": True, "c": True, "d": True}, \
+    "a: removed; b: kept by _assert_scalar; c: eager after a graph break; d: kept by fallback_random"
 print("solution checked")
 
 # %% [markdown]

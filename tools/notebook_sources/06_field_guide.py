@@ -36,8 +36,10 @@ report = audit(writes_quietly, torch.randn(4))
 print("\n".join(str(finding) for finding in report.findings))
 
 # %%
-assert {"declaration", "opcheck", "compile"} <= report.kinds()
-assert any(f.fix == "add 'x' to mutates_args" for f in report.findings)
+assert {"declaration", "opcheck", "compile"} <= report.kinds(), \
+    "an undeclared write is found by the declaration check, by opcheck and by the compile comparison"
+assert any(f.fix == "add 'x' to mutates_args" for f in report.findings), \
+    "one finding's fix says: add 'x' to mutates_args"
 
 # %% [markdown]
 # **☐ Every op that returns a tensor (or returns nothing and writes nothing) has a fake kernel.**
@@ -46,7 +48,8 @@ assert any(f.fix == "add 'x' to mutates_args" for f in report.findings)
 no_fake = labkit.declare(name="nb06::no_fake", returns="fresh", fake=False)
 missing = audit(no_fake, torch.randn(4))
 print([f.check for f in missing.findings])
-assert "opcheck:test_faketensor" in [f.check for f in missing.findings]
+assert "opcheck:test_faketensor" in [f.check for f in missing.findings], \
+    "opcheck's test_faketensor finds the missing fake kernel"
 
 # %% [markdown]
 # **☐ No output is an input or a view of one** (unless tagged `torch.Tag.inplace`, torch ≥ 2.13).
@@ -55,7 +58,8 @@ assert "opcheck:test_faketensor" in [f.check for f in missing.findings]
 returns_input = labkit.declare(name="nb06::returns_input", writes=("x",), mutates_args=("x",), returns="input")
 aliasing = audit(returns_input, torch.randn(4))
 print(aliasing.findings[0].problem[:120], "…")
-assert aliasing.kinds() == {"eager"}
+assert aliasing.kinds() == {"eager"}, \
+    "audit's only finding for an op that returns its input comes from running it eagerly"
 
 # %% [markdown]
 # **☐ An op with an outside effect (logging, I/O) is registered as effectful** — with
@@ -65,8 +69,10 @@ assert aliasing.kinds() == {"eager"}
 # %%
 logger = labkit.declare(name="nb06::logger", returns="none")
 fate = labkit.compile_and_compare(labkit.experiments.discards_result(logger), torch.ones(4)).fate("nb06::logger")
-print("plain logger runs compiled:", fate["ran"], "| audit finds:", audit(logger, torch.ones(4)).findings)
-assert fate["ran"] is False and audit(logger, torch.ones(4)).ok       # removed, and nothing flags it
+logger_audit = audit(logger, torch.ones(4))
+print("plain logger runs compiled:", fate["ran"], "| audit finds:", logger_audit.findings)
+assert fate["ran"] is False, "a logger with no registered effect is removed when its result is unused"
+assert logger_audit.ok, "audit cannot see a Python side effect: nothing flags the logger"
 
 # %% [markdown]
 # **☐ After changing a declaration, the compile caches cannot serve the old one.** labkit's "fingerprinted"
@@ -81,7 +87,9 @@ stale = labkit.naming.run("one shared name", labkit.naming.ORDERS[0], "default")
 safe = labkit.naming.run("one shared name", labkit.naming.ORDERS[0], "fingerprinted")
 print("plain torch:", labkit.experiments.naming_story(stale))
 print("labkit default:", labkit.experiments.naming_story(safe))
-assert labkit.cache.policy() == "fingerprinted" and stale.steps[1].stale and not safe.steps[1].stale
+assert labkit.cache.policy() == "fingerprinted", "labkit.setup() turned on the fingerprinted policy"
+assert stale.steps[1].stale, "plain torch: the changed declaration gets the stale artifact (#187319)"
+assert not safe.steps[1].stale, "labkit's fingerprinted policy: the changed declaration compiles afresh"
 
 # %% [markdown]
 # ## 2. Myths vs facts, computed live
@@ -93,14 +101,14 @@ assert labkit.cache.policy() == "fingerprinted" and stale.steps[1].stale and not
 # %%
 kernel_calls = {"double": 0, "positives": 0, "count_positives": 0}
 
-@torch.library.custom_op("mylib::double", mutates_args=())
+@torch.library.custom_op("nb06::double", mutates_args=())
 def double(x: torch.Tensor) -> torch.Tensor:
     kernel_calls["double"] += 1
     return x * 2
 
 double.register_fake(lambda x: torch.empty_like(x))
 
-@torch.library.custom_op("mylib::positives", mutates_args=())
+@torch.library.custom_op("nb06::positives", mutates_args=())
 def positives(x: torch.Tensor) -> torch.Tensor:
     kernel_calls["positives"] += 1
     return x[x > 0].clone()
@@ -109,12 +117,16 @@ def positives(x: torch.Tensor) -> torch.Tensor:
 def _(x):
     return x.new_empty(torch.library.get_ctx().new_dynamic_size())
 
+# %% [markdown]
+# Two experiments, each compiling afresh: did an unused op's kernel run, and did an op run outside every graph?
+
+# %%
 def runs_unused(op, name, fullgraph, dynamic=False, sizes=(4,)):
     """Compile f(x): op(x); return x + 1 (aot_eager, caches off). Did op's kernel run in the compiled calls?"""
     def f(x):
         op(x)
         return x + 1
-    torch._dynamo.reset()
+    torch.compiler.reset()
     compiled = torch.compile(f, backend="aot_eager", fullgraph=fullgraph, dynamic=dynamic)
     kernel_calls[name] = 0
     with torch._functorch.config.patch(enable_autograd_cache=False):
@@ -122,16 +134,17 @@ def runs_unused(op, name, fullgraph, dynamic=False, sizes=(4,)):
             compiled(torch.linspace(-1, 1, n))
     return kernel_calls[name] > 0
 
+# %%
 def in_no_graph_yet_ran(op, name, use=lambda result, x: result.sum() + x.sum()):
     """Compile x -> use(op(x), x) with fullgraph=False: is op in no Dynamo graph, and did its kernel run?"""
     graphs = []
     def recording(gm, example_inputs):
         graphs.append([str(node.target) for node in gm.graph.nodes])
         return gm.forward
-    torch._dynamo.reset()
+    torch.compiler.reset()
     kernel_calls[name] = 0
     torch.compile(lambda x: use(op(x), x), backend=recording, fullgraph=False)(torch.linspace(-1, 1, 4))
-    return kernel_calls[name] == 1 and not any(f"mylib.{name}" in t for g in graphs for t in g)
+    return kernel_calls[name] == 1 and not any(f"nb06.{name}" in t for g in graphs for t in g)
 
 # %% [markdown]
 # Two more experiments, for the claim that `fullgraph=False` runs an op eagerly *only* when its output size depends
@@ -139,7 +152,7 @@ def in_no_graph_yet_ran(op, name, use=lambda result, x: result.sum() + x.sum()):
 # `new_dynamic_size()` too), and `double` in a frame past `torch._dynamo.config.recompile_limit` (notebook 07 §6):
 
 # %%
-@torch.library.custom_op("mylib::count_positives", mutates_args=())
+@torch.library.custom_op("nb06::count_positives", mutates_args=())
 def count_positives(x: torch.Tensor) -> int:
     kernel_calls["count_positives"] += 1
     return int((x > 0).sum())
@@ -148,12 +161,16 @@ def count_positives(x: torch.Tensor) -> int:
 def _(x):
     return torch.library.get_ctx().new_dynamic_size()     # an unbacked SymInt, no tensor's size
 
+int_result_ran_eagerly = in_no_graph_yet_ran(count_positives, "count_positives", use=lambda n, x: x * n)
+print("an op returning a data-dependent int: in no graph, ran eagerly:", int_result_ran_eagerly)
+
+# %%
 def past_the_limit_runs_eagerly():
     """recompile_limit=1, f(x, n) = double(x) * n, n = 1 then 2: did the 2nd call skip every graph yet run double?"""
     through_a_graph = []
     def counting(gm, example_inputs):
         return lambda *args: through_a_graph.append(1) or gm.forward(*args)
-    torch._dynamo.reset()
+    torch.compiler.reset()
     f = torch.compile(lambda x, n: double(x) * n, backend=counting, dynamic=False)
     with torch._dynamo.config.patch(recompile_limit=1), labkit.torch_logs() as log:
         f(torch.ones(2), 1)
@@ -161,21 +178,23 @@ def past_the_limit_runs_eagerly():
         f(torch.ones(2), 2)
     return len(through_a_graph) == 1 and kernel_calls["double"] == 1 and "recompile_limit" in log.getvalue()
 
-int_result_ran_eagerly = in_no_graph_yet_ran(count_positives, "count_positives", use=lambda n, x: x * n)
 double_ran_eagerly_past_the_limit = past_the_limit_runs_eagerly()
-print("an op returning a data-dependent int: in no graph, ran eagerly:", int_result_ran_eagerly)
 print("double, past recompile_limit: ran eagerly:", double_ran_eagerly_past_the_limit)
 
 # %%
-assert int_result_ran_eagerly                  # no tensor at all, yet a graph break at the op
-assert double_ran_eagerly_past_the_limit       # shape-following, yet eager: a new input past the limit
+assert int_result_ran_eagerly, "an op returning a data-dependent int (no tensor at all) breaks the graph: eager"
+assert double_ran_eagerly_past_the_limit, \
+    "a shape-following op runs eagerly on a new input past recompile_limit"
+
+# %% [markdown]
+# Most claims are decided by a small function; these four read results from above:
 
 # %%
 def same_name_different_mutates_args_confuses_the_compiler():
     return stale.steps[1].stale and not stale.steps[1].correct
 
-def dynamo_reset_clears_stale_artifacts():
-    return not stale.steps[1].stale           # naming.run resets Dynamo between the two compiles
+def compiler_reset_clears_stale_artifacts():
+    return not stale.steps[1].stale           # naming.run calls torch.compiler.reset() between the two compiles
 
 def running_torch_is_free_of_187319():
     return not stale.steps[1].stale           # the bug reproduced here, with torch's default caches
@@ -183,6 +202,10 @@ def running_torch_is_free_of_187319():
 def custom_op_may_return_its_input_if_declared():
     return aliasing.ok
 
+# %% [markdown]
+# And three that need an experiment of their own:
+
+# %%
 def opcheck_catches_every_declaration_mistake():
     over = labkit.declare(name="nb06::over", mutates_args=("x",), returns="none")
     return set(labkit.checks.opcheck(over, (torch.randn(3),)).values()) != {"ok"}
@@ -195,6 +218,10 @@ def dce_can_depend_on_shapes():
     # unused, fullgraph=True: the data-dependent op is kept (its size feeds _assert_scalar); double is removed
     return runs_unused(positives, "positives", True) and not runs_unused(double, "double", True)
 
+# %% [markdown]
+# Each claim with its experiment, and the verdict on this torch:
+
+# %%
 MYTHS = {
     "fullgraph=False makes an op whose fake follows the input shapes run eagerly (in a frame that compiles)":
         lambda: in_no_graph_yet_ran(double, "double"),
@@ -204,7 +231,7 @@ MYTHS = {
         lambda: not (int_result_ran_eagerly or double_ran_eagerly_past_the_limit),
     "same-named ops with different mutates_args confuse the compiler":
         same_name_different_mutates_args_confuses_the_compiler,
-    "torch._dynamo.reset() clears stale compiled artifacts": dynamo_reset_clears_stale_artifacts,
+    "torch.compiler.reset() clears stale compiled artifacts": compiler_reset_clears_stale_artifacts,
     "the torch you are running no longer has #187319": running_torch_is_free_of_187319,
     "a custom_op may return its input if it declares the mutation": custom_op_may_return_its_input_if_declared,
     "opcheck catches every declaration mistake": opcheck_catches_every_declaration_mistake,
@@ -265,6 +292,10 @@ class TinyNet(torch.nn.Module):
         self.ops["log_activations"](h)                   # a side effect: counts as a log entry
         return torch.relu(self.linear(h))
 
+# %% [markdown]
+# Build it with the buggy declarations, and compare it compiled (Inductor) with eager:
+
+# %%
 def run_capstone(declarations):
     ops = build_ops(declarations)
     torch.manual_seed(0)
@@ -275,7 +306,8 @@ buggy_ops, buggy = run_capstone(CAPSTONE_BUGGY)
 labkit.show(buggy)
 
 # %%
-assert buggy.error is not None and buggy.error.kind == "missing_fake"
+assert buggy.error is not None, "the buggy TinyNet fails to compile"
+assert buggy.error.kind == "missing_fake", "the compile fails first on the missing fake kernel"
 
 # %% [markdown]
 # The compile fails first. Audit each op on a sample input — the same checks as section 1:
@@ -289,9 +321,9 @@ for name, result in audits.items():
     print("\n".join(f"[{f.check}] fix: {f.fix}" for f in result.findings) or "no findings (but see 'not checkable')")
 
 # %%
-assert "declaration" in audits["update_stats"].kinds()
-assert "opcheck" in audits["scale"].kinds()
-assert audits["log_activations"].ok          # the invisible bug: a Python side effect
+assert "declaration" in audits["update_stats"].kinds(), "audit: update_stats writes stats without declaring it"
+assert "opcheck" in audits["scale"].kinds(), "audit: opcheck finds scale's missing fake kernel"
+assert audits["log_activations"].ok, "audit finds nothing in log_activations: its bug is a Python side effect"
 
 # %% [markdown]
 # ## Exercise: fix the three declarations
@@ -335,7 +367,7 @@ import io
 with contextlib.redirect_stdout(io.StringIO()):      # silent: the answer is in the source, not in the output
     solved = check_capstone({"update_stats": dict(mutates_args=("stats",)), "scale": dict(fake=True),
                              "log_activations": dict(effect="ordered")})
-assert solved
+assert solved, "the three fixes make TinyNet compile, agree with eager and keep its log"
 print("solution checked")
 
 # %% [markdown]
@@ -349,19 +381,23 @@ from torch._library.effects import EffectType    # a private module (notebook 05
 
 log_entries = []
 
-@torch.library.custom_op("mylib::update_stats", mutates_args=("stats",))
+@torch.library.custom_op("nb06plain::update_stats", mutates_args=("stats",))
 def update_stats(x: torch.Tensor, stats: torch.Tensor) -> None:
     stats.add_(1)
 
 update_stats.register_fake(lambda x, stats: None)
 
-@torch.library.custom_op("mylib::scale", mutates_args=())
+@torch.library.custom_op("nb06plain::scale", mutates_args=())
 def scale(x: torch.Tensor) -> torch.Tensor:
     return 2 * x
 
-scale.register_fake(lambda x: torch.empty_like(x))
+_ = scale.register_fake(lambda x: torch.empty_like(x))     # "_ =": no display of the returned fake kernel
 
-@torch.library.custom_op("mylib::log_activations", mutates_args=())
+# %% [markdown]
+# And the logger, with a registered effect:
+
+# %%
+@torch.library.custom_op("nb06plain::log_activations", mutates_args=())
 def log_activations(h: torch.Tensor) -> None:
     log_entries.append(float(h.abs().mean()))
 
@@ -377,9 +413,14 @@ SAMPLES = {"update_stats": (update_stats, (torch.randn(4), torch.zeros(4))), "sc
            "log_activations": (log_activations, (torch.randn(4),))}
 passed = {name: set(torch.library.opcheck(op, args).values()) for name, (op, args) in SAMPLES.items()}
 print(passed)
-assert all(outcomes == {"SUCCESS"} for outcomes in passed.values())
+for name, outcomes in passed.items():
+    assert outcomes == {"SUCCESS"}, f"opcheck passes the fixed {name}"
 
-@torch.library.custom_op("mylib::update_stats_undeclared", mutates_args=())
+# %% [markdown]
+# The original `update_stats`, declared with `mutates_args=()`, under `opcheck`:
+
+# %%
+@torch.library.custom_op("nb06plain::update_stats_undeclared", mutates_args=())
 def update_stats_undeclared(x: torch.Tensor, stats: torch.Tensor) -> None:
     stats.add_(1)
 
@@ -391,7 +432,8 @@ try:
 except Exception as error:                      # torch's OpCheckError
     opcheck_error = error
 print(type(opcheck_error).__name__, str(opcheck_error).splitlines()[0][:110])
-assert type(opcheck_error).__name__ == "OpCheckError" and "test_schema" in str(opcheck_error)
+assert type(opcheck_error).__name__ == "OpCheckError", "opcheck raises OpCheckError on the undeclared write"
+assert "test_schema" in str(opcheck_error), "opcheck's error names its test_schema"
 
 # %% [markdown]
 # Then the model, compiled with plain `torch.compile` (`aot_eager`, to keep it quick) next to eager, with
@@ -416,8 +458,12 @@ log_entries.clear()
 expected = tiny_net(x, stats_eager, weight)
 eager_log = len(log_entries)
 
+# %% [markdown]
+# Now compiled, with AOTAutograd's graph caught from torch's log:
+
+# %%
 log_entries.clear()
-torch._dynamo.reset()
+torch.compiler.reset()
 with labkit.torch_logs(aot_graphs=True) as aot_text, torch._functorch.config.patch(enable_autograd_cache=False):
     actual = torch.compile(tiny_net, backend="aot_eager", fullgraph=True)(x, stats_compiled, weight)
 graph_text = aot_text.getvalue()     # torch._logging.set_logs(aot_graphs=True), its stderr caught
@@ -426,8 +472,12 @@ print("outputs agree:", torch.equal(actual, expected), "| running_stats agree:",
 print("in the AOT graph:", {word: word in graph_text for word in ("auto_functionalized_v2", "copy_", "with_effects")})
 
 # %%
-assert torch.equal(actual, expected) and torch.equal(stats_compiled, stats_eager) and len(log_entries) == eager_log == 1
-assert all(word in graph_text for word in ("auto_functionalized_v2", "copy_", "with_effects"))
+assert torch.equal(actual, expected), "compiled, tiny_net returns what it returns eagerly"
+assert torch.equal(stats_compiled, stats_eager), "compiled, tiny_net updates running_stats as it does eagerly"
+assert eager_log == 1, "eagerly, the logger logs once"
+assert len(log_entries) == eager_log, "compiled, the logger logs as often as eagerly"
+for word in ("auto_functionalized_v2", "copy_", "with_effects"):
+    assert word in graph_text, f"the AOT graph contains {word}"
 
 # %% [markdown]
 # ## What to remember

@@ -78,7 +78,7 @@ def dynamo_graphs(fn, *args, **compile_options):
     def recording(gm, example_inputs):
         graphs.append(gm)
         return gm.forward
-    torch._dynamo.reset()
+    torch.compiler.reset()
     ran.clear()
     positives.calls = 0
     torch.compile(fn, backend=recording, **compile_options)(*args)
@@ -91,12 +91,15 @@ op_node = next(n for n in graphs[0].graph.nodes if str(n.target) == "nb07.positi
 print("the op's output, as traced:", op_node.meta["example_value"].shape)
 
 # %%
-assert len(graphs) == 1 and calls == {"positives": 1}
-assert op_node.target is torch.ops.nb07.positives.default    # one live OpOverload, also on a re-run (labkit keeps it)
-assert str(op_node.meta["example_value"].shape) == "torch.Size([u0])"
-assert "Runtime assertion failed for expression u0 >= 0" in graphs[0].code
+assert len(graphs) == 1, "fullgraph=True: Dynamo compiles one graph"
+assert calls == {"positives": 1}, "the op's kernel runs once"
+assert op_node.target is torch.ops.nb07.positives.default, \
+    "the graph calls the one live OpOverload, also on a re-run (labkit keeps it)"
+assert str(op_node.meta["example_value"].shape) == "torch.Size([u0])", "the op's output size is the unbacked u0"
+assert "Runtime assertion failed for expression u0 >= 0" in graphs[0].code, "the graph checks u0 >= 0 at run time"
 asserts = [n for n in graphs[0].graph.nodes if n.target is torch.ops.aten._assert_scalar.default]
-assert asserts and all(n.is_impure() for n in asserts)                 # side-effectful: never dead code
+assert asserts, "the graph has _assert_scalar nodes"
+assert all(n.is_impure() for n in asserts), "_assert_scalar is side-effectful: never dead code"
 
 # %% [markdown]
 # The size is `u0`, an **unbacked** symbolic size. Compare `s77` in notebook 05: a *backed* size comes from an
@@ -127,21 +130,22 @@ def doubles_top(x):
 
 compiled_top = torch.compile(doubles_top, backend="aot_eager", fullgraph=True)
 three, six = torch.tensor([1.0, -2.0, 3.0, 4.0]), torch.arange(1.0, 7.0)
-torch._dynamo.reset()
+torch.compiler.reset()
 print("3 positives, compiled:", compiled_top(three))
 print("6 positives, eager:   ", doubles_top(six))
 broken_promise = error_of(lambda: compiled_top(six))
 print("6 positives, compiled:", broken_promise)
 
 # %%
-assert torch.equal(compiled_top(three), doubles_top(three))
-assert doubles_top(six).shape == (6,)                   # eager: no check
-assert broken_promise == "RuntimeError: Runtime assertion failed for expression u0 <= 4 on node 'le'"
+assert torch.equal(compiled_top(three), doubles_top(three)), "3 positives: compiled and eager agree"
+assert doubles_top(six).shape == (6,), "eager does not check the promise: it returns all six values"
+assert broken_promise == "RuntimeError: Runtime assertion failed for expression u0 <= 4 on node 'le'", \
+    "compiled, the graph's runtime assert u0 <= 4 stops the call"
 
 # %% [markdown]
 # Eager mode trusts the kernel and returns six values; the compiled graph checks the promise and stops. Do not
 # count on that check: `new_dynamic_size`'s docstring calls wrong bounds *undefined behaviour* under
-# `torch.compile`, and asks you to assert the bound in the kernel itself. Two more things the cell below checks:
+# `torch.compile`, and asks you to assert the bound in the kernel itself. Two more things the cells below check:
 # `opcheck` runs the op on the same six positives and reports **success** — it compares the fake kernel with the
 # real one, not the real size with your bounds; and bounds must be plain ints: `max=x.shape[0]` fails as soon as
 # the input size is symbolic (`dynamic=True`).
@@ -149,21 +153,28 @@ assert broken_promise == "RuntimeError: Runtime assertion failed for expression 
 # %%
 from torch._library.fake_impl import FakeImplCtx        # the class of get_ctx() inside a fake kernel
 
-assert "undefined behavior" in FakeImplCtx.new_dynamic_size.__doc__
-assert "add an assertion in the CPU/CUDA/etc" in FakeImplCtx.new_dynamic_size.__doc__
-assert set(torch.library.opcheck(top_positives, (six,)).values()) == {"SUCCESS"}
+assert "undefined behavior" in FakeImplCtx.new_dynamic_size.__doc__, \
+    "new_dynamic_size's docstring calls wrong bounds undefined behaviour"
+assert "add an assertion in the CPU/CUDA/etc" in FakeImplCtx.new_dynamic_size.__doc__, \
+    "new_dynamic_size's docstring asks for an assert of the bound in the kernel"
+assert set(torch.library.opcheck(top_positives, (six,)).values()) == {"SUCCESS"}, \
+    "opcheck passes on six positives: it does not check max=4"
 
+# %% [markdown]
+# And a bound read from the input's size is refused as soon as that size is symbolic:
 
+# %%
 bounded_by_input = torch.library.custom_op("nb07::bounded_by_input", lambda x: x[x > 0].clone(), mutates_args=(),
                                            schema="(Tensor x) -> Tensor")
 bounded_by_input.register_fake(   # under dynamic=True, x.shape[0] is a SymInt
     lambda x: x.new_empty(torch.library.get_ctx().new_dynamic_size(max=x.shape[0])))
 
-torch._dynamo.reset()
+torch.compiler.reset()
 symbolic_bound = error_of(lambda: torch.compile(bounded_by_input, backend="aot_eager", fullgraph=True,
                                                       dynamic=True)(x))
 print(re.search(r"expected min and max to be .*? SymInt", symbolic_bound).group(0))
-assert "expected min and max to be statically known ints but got SymInt" in symbolic_bound
+assert "expected min and max to be statically known ints but got SymInt" in symbolic_bound, \
+    "a symbolic bound (max=x.shape[0] under dynamic=True) is refused"
 
 # %% [markdown]
 # ## 3. Where `fullgraph` changes behaviour
@@ -180,18 +191,20 @@ for fullgraph in (False, True):
     in_a_graph = any(str(n.target) == "nb07.positives.default" for g in graphs for n in g.graph.nodes)
     placement[fullgraph] = (len(graphs), in_a_graph, calls["positives"])
     print(f"fullgraph={fullgraph!s:<5} graphs: {len(graphs)}  op in a graph: {in_a_graph}  kernel calls: {calls}")
-assert placement == {False: (1, False, 1), True: (1, True, 1)}
-assert "capture_dynamic_output_shape_ops" in torch.compile.__doc__      # the docstring says fullgraph=True sets it
+assert placement == {False: (1, False, 1), True: (1, True, 1)}, \
+    "one graph either way; the op is in it only under fullgraph=True; its kernel runs once"
+assert "capture_dynamic_output_shape_ops" in torch.compile.__doc__, \
+    "torch.compile's docstring says fullgraph=True sets capture_dynamic_output_shape_ops"
 
 def discards(x):
     positives(x)                                    # result unused
     return x + 1
 
-torch._dynamo.reset()
+torch.compiler.reset()
 positives.calls = 0
 torch.compile(discards, backend="aot_eager", fullgraph=True)(x)
 print("unused, fullgraph=True, kernel calls:", positives.calls)
-assert positives.calls == 1
+assert positives.calls == 1, "fullgraph=True: the unused op's kernel still runs once"
 
 # %% [markdown]
 # Is `_assert_scalar` really what keeps it? `torch._dynamo.config.do_not_emit_runtime_asserts = True` (or
@@ -201,14 +214,15 @@ assert positives.calls == 1
 
 # %%
 if torch.__version__.startswith("2.13."):
-    assert hasattr(torch._dynamo.config, "do_not_emit_runtime_asserts")
+    assert hasattr(torch._dynamo.config, "do_not_emit_runtime_asserts"), \
+        "torch 2.13 has torch._dynamo.config.do_not_emit_runtime_asserts"
 if hasattr(torch._dynamo.config, "do_not_emit_runtime_asserts"):
-    torch._dynamo.reset()
+    torch.compiler.reset()
     positives.calls = 0
     with torch._dynamo.config.patch(do_not_emit_runtime_asserts=True):
         torch.compile(discards, backend="aot_eager", fullgraph=True)(x)
     print("unused, fullgraph=True, no runtime asserts, kernel calls:", positives.calls)
-    assert positives.calls == 0                                       # no _assert_scalar: dead code, removed
+    assert positives.calls == 0, "no _assert_scalar: the unused op is dead code, removed, and its kernel never runs"
 else:
     print("this torch has no torch._dynamo.config.do_not_emit_runtime_asserts")
 
@@ -225,16 +239,18 @@ def branches_on_size(x):
         return kept.sum()
     return kept.mean()
 
-torch._dynamo.reset()
+torch.compiler.reset()
 with_break = torch.compile(branches_on_size, backend="aot_eager")(x)
-torch._dynamo.reset()
+torch.compiler.reset()
 no_way_out = error_of(lambda: torch.compile(branches_on_size, backend="aot_eager", fullgraph=True)(x))
 print("fullgraph=False", with_break, "\nfullgraph=True ", no_way_out.splitlines()[0])
 
 # %%
-assert torch.equal(with_break, branches_on_size(x))
-assert no_way_out.startswith("UserError") and "Could not guard on data-dependent expression u0 > 2" in no_way_out
-assert "torch._check" in no_way_out
+assert torch.equal(with_break, branches_on_size(x)), "fullgraph=False: compiled gives eager's answer, Python decides"
+assert no_way_out.startswith("UserError"), "fullgraph=True: branching on u0 is a UserError"
+assert "Could not guard on data-dependent expression u0 > 2" in no_way_out, \
+    "fullgraph=True: torch cannot guard on u0 > 2"
+assert "torch._check" in no_way_out, "the error suggests torch._check"
 
 # %% [markdown]
 # The break moves to the `if` only when Dynamo may capture the op under `fullgraph=False`:
@@ -247,7 +263,7 @@ import operator
 def where_it_breaks():
     """Record branches_on_size's Dynamo graphs (fullgraph=False); return, per graph, (op in it, comparison in it)."""
     graphs, calls = dynamo_graphs(branches_on_size, x)
-    assert calls == {"positives": 1}
+    assert calls == {"positives": 1}, "the op's kernel runs once"
     return [(any(str(n.target) == "nb07.positives.default" for n in g.graph.nodes),
              any(n.target is operator.gt for n in g.graph.nodes)) for g in graphs]
 
@@ -256,8 +272,9 @@ with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True):
     breaks["capture_dynamic_output_shape_ops=True"] = where_it_breaks()
 for setting, per_graph in breaks.items():
     print(f"{setting:<38} graphs (op in it, `if` comparison in it): {per_graph}")
-assert breaks["default"] == [(False, False)]                  # break at the op: eager, then the mean's graph
-assert breaks["capture_dynamic_output_shape_ops=True"] == [(True, True), (False, False)]   # break at the `if`
+assert breaks["default"] == [(False, False)], "by default the graph breaks at the op: eager, then the mean's graph"
+assert breaks["capture_dynamic_output_shape_ops=True"] == [(True, True), (False, False)], \
+    "with capture_dynamic_output_shape_ops=True the op is captured and the graph breaks at the `if`"
 
 # %% [markdown]
 # The error suggests `torch._check*()`: for when *you* know the answer (your check becomes another runtime assert).
@@ -269,12 +286,12 @@ def conds_on_size(x):
     kept = positives(x)
     return torch.cond(kept.shape[0] > 2, lambda t: t.sum(), lambda t: t.mean(), (kept,))
 
-torch._dynamo.reset()
+torch.compiler.reset()
 with_cond = torch.compile(conds_on_size, backend="aot_eager", fullgraph=True)
 for data in (x, torch.tensor([1.0, 2.0, 3.0, -4.0])):
     print(data.tolist(), "->", with_cond(data).item())
-    assert torch.equal(with_cond(data), branches_on_size(data))
-assert "prototype feature" in torch.cond.__doc__
+    assert torch.equal(with_cond(data), branches_on_size(data)), "torch.cond picks the branch Python would"
+assert "prototype feature" in torch.cond.__doc__, "torch.cond's docstring calls it a prototype feature"
 
 # %% [markdown]
 # ## 4. `int` vs `SymInt` in a schema you write
@@ -300,8 +317,9 @@ schemas = {name: str(getattr(torch.ops.nb07, name).default._schema)
 print("\n".join(schemas.values()))
 
 # %%
-assert schemas["repeat_inferred"] == "nb07::repeat_inferred(Tensor x, SymInt n) -> Tensor"   # annotated `n: int`
-assert schemas["repeat_int"] == "nb07::repeat_int(Tensor x, int n) -> Tensor"
+assert schemas["repeat_inferred"] == "nb07::repeat_inferred(Tensor x, SymInt n) -> Tensor", \
+    "custom_op infers SymInt from the annotation `n: int`"
+assert schemas["repeat_int"] == "nb07::repeat_int(Tensor x, int n) -> Tensor", "a schema you write keeps your `int`"
 
 # %% [markdown]
 # Call each, compiled, with `n = 2, 3, 4, 5`, and count the graphs Dynamo compiles — under the default
@@ -311,11 +329,11 @@ assert schemas["repeat_int"] == "nb07::repeat_int(Tensor x, int n) -> Tensor"
 def graphs_for(op, values, dynamic):
     """How many graphs Dynamo compiles for op(x, n) + 1 over the values of n."""
     graphs = []
-    torch._dynamo.reset()
+    torch.compiler.reset()
     f = torch.compile(lambda x, n: op(x, n) + 1, backend=lambda gm, example_inputs: graphs.append(gm) or gm.forward,
                       dynamic=dynamic)
     for n in values:
-        assert torch.equal(f(torch.ones(2), n), torch.full((2 * n,), 2.0))
+        assert torch.equal(f(torch.ones(2), n), torch.full((2 * n,), 2.0)), f"op(x, {n}) + 1 is right, compiled"
     return len(graphs)
 
 recompiles = {(name, dynamic): graphs_for(op, (2, 3, 4, 5), dynamic)
@@ -326,7 +344,8 @@ for (name, dynamic), count_of_graphs in recompiles.items():
 
 # %%
 assert recompiles == {("repeat_int", None): 4, ("repeat_int", True): 4,
-                      ("repeat_symint", None): 2, ("repeat_symint", True): 1}
+                      ("repeat_symint", None): 2, ("repeat_symint", True): 1}, \
+    "int: a graph per value, even under dynamic=True; SymInt: 2 graphs (dynamic=None), 1 (dynamic=True)"
 
 # %% [markdown]
 # With `SymInt`, `n` behaves like any integer input: static first, symbolic after the first change (`dynamic=None`,
@@ -350,13 +369,13 @@ def graphs_per_call(mark):
     """Graphs compiled at each call of x * 2 + 1 for sizes 4, 6, 1, 0 (the first input marked), and the size the
     first graph was built for."""
     graphs, per_call = [], []
-    torch._dynamo.reset()
+    torch.compiler.reset()
     f = torch.compile(lambda x: x * 2 + 1, backend=lambda gm, example_inputs: graphs.append(gm) or gm.forward)
     first = torch.ones(4)
     mark(first, 0)
     for t in (first, torch.ones(6), torch.ones(1), torch.ones(0)):
         before = len(graphs)
-        assert torch.equal(f(t), t * 2 + 1)
+        assert torch.equal(f(t), t * 2 + 1), f"size {t.shape[0]}: the compiled x * 2 + 1 is right"
         per_call.append(len(graphs) - before)
     traced = [n.meta["example_value"] for n in graphs[0].graph.nodes if n.op == "placeholder"]
     return per_call, str(next(v.shape for v in traced if isinstance(v, torch.Tensor)))
@@ -366,16 +385,19 @@ for name, (per_call, size) in marks.items():
     print(f"{name:<14} graphs per call (sizes 4, 6, 1, 0): {per_call}  first graph built for {size}")
 
 # %%
-assert marks["mark_dynamic"][0] == [1, 0, 1, 1] and marks["mark_dynamic"][1].startswith("torch.Size([s")
-assert marks["mark_unbacked"] == ([1, 0, 0, 0], "torch.Size([u0])")
+assert marks["mark_dynamic"][0] == [1, 0, 1, 1], "mark_dynamic: sizes 1 and 0 each compile a graph of their own"
+assert marks["mark_dynamic"][1].startswith("torch.Size([s"), "mark_dynamic: the first graph has a backed size s…"
+assert marks["mark_unbacked"] == ([1, 0, 0, 0], "torch.Size([u0])"), \
+    "mark_unbacked: one graph, for the unbacked size u0, serves sizes 4, 6, 1 and 0"
 if torch.__version__.startswith("2.13."):
-    assert not hasattr(torch._dynamo, "mark_unbacked")
+    assert not hasattr(torch._dynamo, "mark_unbacked"), "torch 2.13 does not re-export torch._dynamo.mark_unbacked"
 
 unbacked_input = torch.ones(4)                        # section 3's price, for an unbacked input size
 mark_unbacked(unbacked_input, 0)
-torch._dynamo.reset()
+torch.compiler.reset()
 branches = torch.compile(lambda t: t.sum() if t.shape[0] > 2 else t.mean(), backend="eager", fullgraph=True)
-assert "Could not guard on data-dependent expression u0 > 2" in error_of(lambda: branches(unbacked_input))
+assert "Could not guard on data-dependent expression u0 > 2" in error_of(lambda: branches(unbacked_input)), \
+    "fullgraph=True: branching on an unbacked input size fails to compile"
 
 # %% [markdown]
 # The price of unbacked is section 3's: code that branches on the size cannot compile under `fullgraph=True`
@@ -395,27 +417,34 @@ def four_values(fullgraph):
     compiled_runs = []
     def counting(gm, example_inputs):
         return lambda *args: compiled_runs.append(1) or gm.forward(*args)
-    torch._dynamo.reset()
+    torch.compiler.reset()
     ran.clear()
     f = torch.compile(lambda x, n: repeat_int(x, n) + 1, backend=counting, fullgraph=fullgraph)
     with torch._dynamo.config.patch(recompile_limit=2), torch_logs() as warning_text:
         try:
             for n in (1, 2, 3, 4):
-                assert torch.equal(f(torch.ones(2), n), torch.full((2 * n,), 2.0))
+                assert torch.equal(f(torch.ones(2), n), torch.full((2 * n,), 2.0)), f"n = {n}: the answer is right"
         except torch._dynamo.exc.FailOnRecompileLimitHit as error:
             return f"raised {type(error).__name__}: {error}", len(compiled_runs), ran.get("repeat", 0)
     warned = "hit config.recompile_limit (2)" in warning_text.getvalue()
     return f"all four right; warned: {warned}", len(compiled_runs), ran.get("repeat", 0)
 
-assert torch._dynamo.config.recompile_limit == 8
+# %% [markdown]
+# The cell checks the default limit (8), then runs `four_values` under both `fullgraph` settings:
+
+# %%
+assert torch._dynamo.config.recompile_limit == 8, "recompile_limit is 8 by default"
 limit = {fullgraph: four_values(fullgraph) for fullgraph in (False, True)}
 for fullgraph, (outcome, compiled, kernel) in limit.items():
     print(f"fullgraph={fullgraph!s:<5} {outcome}\n{'':<16}calls through a compiled graph: {compiled}, "
           f"kernel calls: {kernel}")
 
 # %%
-assert limit[False] == ("all four right; warned: True", 2, 4)        # calls 3 and 4 ran eagerly
-assert limit[True][0].startswith("raised FailOnRecompileLimitHit") and limit[True][1:] == (2, 2)
+assert limit[False] == ("all four right; warned: True", 2, 4), \
+    "fullgraph=False: right answers and a warning; calls 3 and 4 ran eagerly"
+assert limit[True][0].startswith("raised FailOnRecompileLimitHit"), \
+    "fullgraph=True: the third value raises FailOnRecompileLimitHit"
+assert limit[True][1:] == (2, 2), "fullgraph=True: two calls went through a graph, two kernel calls, before the raise"
 
 # %% [markdown]
 # Under `fullgraph=False` nothing fails: the warning goes to the log, the answers stay right, and the program
@@ -429,20 +458,21 @@ def through_a_graph_after_the_limit():
     compiled_runs = []
     def counting(gm, example_inputs):
         return lambda *args: compiled_runs.append(1) or gm.forward(*args)
-    torch._dynamo.reset()
+    torch.compiler.reset()
     f = torch.compile(lambda x, n: repeat_int(x, n) + 1, backend=counting)
     through = []
     with torch._dynamo.config.patch(recompile_limit=2), torch_logs():
         for n in (1, 2, 3, 4, 1, 2, 5):
             before = len(compiled_runs)
-            assert torch.equal(f(torch.ones(2), n), torch.full((2 * n,), 2.0))
+            assert torch.equal(f(torch.ones(2), n), torch.full((2 * n,), 2.0)), f"n = {n}: the answer is right"
             through.append((n, len(compiled_runs) > before))
     return through
 
 after_limit = through_a_graph_after_the_limit()
 print("(n, went through a compiled graph):", after_limit)
-assert after_limit[:4] == [(1, True), (2, True), (3, False), (4, False)]     # the limit is hit at n = 3
-assert after_limit[4:] == [(1, True), (2, True), (5, False)]     # compiled graphs still serve; a new n: eager
+assert after_limit[:4] == [(1, True), (2, True), (3, False), (4, False)], "the limit is hit at n = 3"
+assert after_limit[4:] == [(1, True), (2, True), (5, False)], \
+    "after the limit, the compiled graphs still serve n = 1 and 2; a new n = 5 runs eagerly"
 
 # %% [markdown]
 # Declare `SymInt` and the limit is never reached (section 4: one or two graphs).
@@ -471,10 +501,14 @@ for op_kind in ("shape-following", "data-dependent"):
         fate = report.fate(op.name)
         fates[(op_kind, fullgraph)] = {"in a graph": fate["dynamo"], "kernel ran": fate["ran"]}
         print(f"{op_kind:<16} fullgraph={fullgraph:<5} {fates[(op_kind, fullgraph)]}")
-assert fates[("shape-following", "False")] == {"in a graph": True, "kernel ran": False}   # traced, removed
-assert fates[("shape-following", "True")] == {"in a graph": True, "kernel ran": False}
-assert fates[("data-dependent", "False")] == {"in a graph": False, "kernel ran": True}    # graph break: eager
-assert fates[("data-dependent", "True")] == {"in a graph": True, "kernel ran": True}     # kept by _assert_scalar
+assert fates[("shape-following", "False")] == {"in a graph": True, "kernel ran": False}, \
+    "shape-following, fullgraph=False: traced, then removed"
+assert fates[("shape-following", "True")] == {"in a graph": True, "kernel ran": False}, \
+    "shape-following, fullgraph=True: traced, then removed"
+assert fates[("data-dependent", "False")] == {"in a graph": False, "kernel ran": True}, \
+    "data-dependent, fullgraph=False: a graph break, the kernel runs eagerly"
+assert fates[("data-dependent", "True")] == {"in a graph": True, "kernel ran": True}, \
+    "data-dependent, fullgraph=True: in the graph, kept by _assert_scalar"
 
 # %% [markdown]
 # ## 8. In your own project
@@ -485,7 +519,7 @@ assert fates[("data-dependent", "True")] == {"in a graph": True, "kernel ran": T
 # %%
 import warnings
 
-torch._dynamo.reset()
+torch.compiler.reset()
 with warnings.catch_warnings(record=True) as caught, torch_logs(graph_breaks=True, recompiles=True) as log:
     warnings.simplefilter("always")
     torch.compile(sums_positives, backend="eager")(x)                  # section 3's graph break
@@ -494,24 +528,23 @@ text = log.getvalue()
 print(re.search(r"Explanation: .*", text).group(0), "\nrecompile reason:", re.findall(r"\d+/\d+: n == \d+", text))
 
 # %%
-assert "Dynamic shape operator" in text and "depends on input Tensor data" in text
-assert [reason.split(": ")[1] for reason in re.findall(r"\d+/\d+: n == \d+", text)] == ["n == 2"]
-schema_named = "SymInt" in text or bool(caught)
-if torch.__version__.startswith("2.13."):
-    assert not schema_named                                            # no word about the schema's int
-else:                                                                  # pytorch#186897 may have landed
-    print("a warning names the schema:", schema_named)
+assert "Dynamic shape operator" in text, "the graph_breaks log names the dynamic shape operator"
+assert "depends on input Tensor data" in text, "the graph_breaks log says the shape depends on the data"
+assert [reason.split(": ")[1] for reason in re.findall(r"\d+/\d+: n == \d+", text)] == ["n == 2"], \
+    "the recompiles log gives one reason: the guard n == 2"
+schema_named = "SymInt" in text or any("SymInt" in str(warning.message) for warning in caught)
+assert not schema_named, "neither the log nor a warning names the schema's int (2.11.0 to 2.15.0; pytorch#186897)"
 
 # %% [markdown]
 # The recompile reason is the guard `n == 2`, pointing at your call — not at the schema's `int`.
-# https://github.com/pytorch/pytorch/pull/186897 proposes a warning that names it; torch 2.13.0 has none, as the
-# cell checks (on another torch it prints whether yours has one).
+# https://github.com/pytorch/pytorch/pull/186897 proposes a warning that names it; torch 2.11.0 to 2.15.0 have
+# none, as the cell checks (it will fail on the first torch that has one).
 #
 # **The whole compile, as a report** — `TORCH_TRACE=<dir>` makes torch write a structured trace of every compile
-# (graphs, graph breaks, guards, recompiles). torch reads that variable when it starts, so the cell runs the
+# (graphs, graph breaks, guards, recompiles). torch reads that variable when it starts, so the cells below run the
 # program in a fresh Python process; `tlparse` (`pip install tlparse`) turns the trace into an HTML report with a
 # folder per compile id. Frame 0 is compiled twice (`0_0_0`, `0_0_1`): the first attempt hits the graph break and
-# restarts. Open `index.html` in a browser; here the cell lists the report and reads the graph break out of it:
+# restarts. Open `index.html` in a browser; here the cells list the report and read the graph break out of it:
 
 # %%
 import os
@@ -534,6 +567,10 @@ if tlparse is None:                   # e.g. on Colab: install it next to this P
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "tlparse"], check=True)
     tlparse = shutil.which("tlparse", path=os.path.dirname(sys.executable)) or shutil.which("tlparse")
 
+# %% [markdown]
+# The program runs with `TORCH_TRACE` set, `tlparse` turns its log into the report, and the cell reads it:
+
+# %%
 work = pathlib.Path(tempfile.mkdtemp())
 (work / "program.py").write_text(PROGRAM)
 subprocess.run([sys.executable, "program.py"], cwd=work, env={**os.environ, "TORCH_TRACE": str(work / "trace")},
@@ -549,10 +586,14 @@ break_files = [report / frame / name for frame, names in frames.items() for name
 print("report: index.html, and a folder per compile (rank_frame_recompile_attempt):", list(frames))
 print(f"{break_files[0].parent.name}/{break_files[0].name}:",
       re.search(r"Explanation: .*", break_files[0].read_text()).group(0))
-assert (report / "index.html").exists() and break_files
-assert {"-_0_0_0", "-_0_0_1"} <= set(frames)                       # frame 0: a first attempt, then a restart
-assert "Dynamic shape operator" in break_files[0].read_text()
-assert any(name.startswith("aot_inference_graph") for names in frames.values() for name in names)   # the resumed frame
+
+# %%
+assert (report / "index.html").exists(), "tlparse wrote index.html"
+assert break_files, "the report has a graph-break file"
+assert {"-_0_0_0", "-_0_0_1"} <= set(frames), "frame 0 is compiled twice: a first attempt, then a restart"
+assert "Dynamic shape operator" in break_files[0].read_text(), "the graph-break file names the dynamic shape operator"
+assert any(name.startswith("aot_inference_graph") for names in frames.values() for name in names), \
+    "the report has the resumed frame's AOT inference graph"
 
 # %% [markdown]
 # **Is the declaration right?** `torch.library.opcheck(op, args)` (section 2) checks the fake kernel against the
@@ -576,7 +617,8 @@ if all(labkit.exercises.answered(v) for v in my_graphs.values()):
 # %% jupyter={"source_hidden": true} tags=["solution"]
 # Solution: int 3 (a graph per distinct value: 2, 3, 5 — the second 2 passes the first graph's guard n == 2);
 # SymInt 1 (n is symbolic from the start).
-assert graphs_for(repeat_int, (2, 3, 2, 5), True) == 3 and graphs_for(repeat_symint, (2, 3, 2, 5), True) == 1
+assert graphs_for(repeat_int, (2, 3, 2, 5), True) == 3, "int: a graph per distinct value, 3"
+assert graphs_for(repeat_symint, (2, 3, 2, 5), True) == 1, "SymInt: one graph"
 print("solution checked")
 
 # %% [markdown]
@@ -597,7 +639,7 @@ def outcome(call):
     return "ok" if error_of(call) is None else "error"
 
 def limited_three():
-    torch._dynamo.reset()
+    torch.compiler.reset()
     f = torch.compile(lambda x, n: repeat_int(x, n) + 1, backend="eager", fullgraph=True)
     with torch._dynamo.config.patch(recompile_limit=2), torch_logs():
         for n in (1, 2, 3):
@@ -605,12 +647,13 @@ def limited_three():
 
 def error_or_not():
     five = torch.arange(1.0, 6.0)
-    torch._dynamo.reset()
+    torch.compiler.reset()
     return {"a": outcome(lambda: torch.compile(doubles_top, backend="aot_eager", fullgraph=True)(five)),
             "b": outcome(lambda: doubles_top(five)),
             "c": outcome(lambda: torch.compile(branches_on_size, backend="aot_eager")(x)),
             "d": outcome(limited_three)}
 
+# %%
 if all(labkit.exercises.answered(v) for v in my_outcomes.values()):
     truth = error_or_not()
     wrong = sorted(k for k in truth if my_outcomes[k] != truth[k])
@@ -621,7 +664,7 @@ if all(labkit.exercises.answered(v) for v in my_outcomes.values()):
 # Solution: a error (the graph's _assert_scalar checks u0 <= 4), b ok (eager trusts the kernel), c ok (by default
 # the graph breaks at the op, so `kept` is a real tensor and Python decides the branch), d error (the third value
 # needs a third graph; fullgraph=True raises).
-assert error_or_not() == {"a": "error", "b": "ok", "c": "ok", "d": "error"}
+assert error_or_not() == {"a": "error", "b": "ok", "c": "ok", "d": "error"}, "a: error, b: ok, c: ok, d: error"
 print("solution checked")
 
 # %% [markdown]

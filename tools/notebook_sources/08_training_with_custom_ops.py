@@ -60,9 +60,10 @@ except RuntimeError as error:
 print("requires grad:", y.requires_grad, "|", no_formula_error)
 
 # %%
-assert y.requires_grad   # torch lets the forward run, and fails only when the backward reaches the op:
+assert y.requires_grad, "torch lets the forward run: the output requires grad"
 assert no_formula_error.startswith("Trying to backward through nb08.silu.default but no autograd formula "
-                                   "was registered. Please use register_autograd to add one.")
+                                   "was registered. Please use register_autograd to add one."), \
+    "the backward fails when it reaches the op: no autograd formula"
 
 # %% [markdown]
 # ## 2. `register_autograd` + `setup_context`
@@ -96,7 +97,7 @@ x = torch.randn(5, requires_grad=True)
 print(ours, torchs, sep="\n")
 
 # %%
-assert torch.allclose(ours, torchs)   # the same gradient as torch's built-in SiLU
+assert torch.allclose(ours, torchs), "our formula gives the same gradient as torch's built-in SiLU"
 
 # %% [markdown]
 # ## 3. Checking a formula: `opcheck` and `gradcheck`
@@ -128,7 +129,10 @@ def wrong_backward(ctx, grad):
     (x,) = ctx.saved_tensors
     return grad * torch.sigmoid(x)          # d/dx of x·s is NOT s
 
+# %% [markdown]
+# Each version goes through `opcheck`'s tests, one by one, and `gradcheck`:
 
+# %%
 def gradcheck_verdict(fn, x):
     try:
         torch.autograd.gradcheck(fn, (x,))
@@ -146,12 +150,16 @@ for name, row in checks.items():
     print(f"{name:<14}", " · ".join(f"{test}: {'ok' if v == 'ok' else 'FAIL'}" for test, v in row.items()))
 
 # %%
-assert set(checks["right formula"].values()) == {"ok"}
-assert set(checks["wrong formula"].values()) - {checks["wrong formula"]["gradcheck"]} == {"ok"}  # opcheck: all ok
-assert checks["wrong formula"]["gradcheck"].startswith("FAIL: Jacobian mismatch")
-assert checks["no formula"]["test_aot_dispatch_dynamic"].startswith("FAIL")
-assert checks["no formula"]["test_autograd_registration"] == "ok"
-assert checks["no formula"]["gradcheck"].startswith("FAIL: Trying to backward through")
+assert set(checks["right formula"].values()) == {"ok"}, "the right formula passes opcheck and gradcheck"
+assert set(checks["wrong formula"].values()) - {checks["wrong formula"]["gradcheck"]} == {"ok"}, \
+    "the wrong formula passes every opcheck test"
+assert checks["wrong formula"]["gradcheck"].startswith("FAIL: Jacobian mismatch"), "gradcheck catches the wrong formula"
+assert checks["no formula"]["test_aot_dispatch_dynamic"].startswith("FAIL"), \
+    "a missing formula fails opcheck's test_aot_dispatch_dynamic"
+assert checks["no formula"]["test_autograd_registration"] == "ok", \
+    "a missing formula passes test_autograd_registration"
+assert checks["no formula"]["gradcheck"].startswith("FAIL: Trying to backward through"), \
+    "gradcheck catches a missing formula"
 
 # %% [markdown]
 # - A **wrong formula passes every `opcheck` test**: `test_aot_dispatch_dynamic` compares eager with the
@@ -188,10 +196,12 @@ print(step.verdict)
 print("--- forward graph ---", step.aot_graphs[0].code, sep="\n")
 
 # %%
-assert step.verdict.agree
-assert set(step.verdict.gradients) == {"fn.up.weight", "fn.up.bias", "fn.down.weight", "fn.down.bias"}
-assert len(step.aot_graphs[0].calls("nb08::silu")) == 1    # the kernel runs once, in the forward
-assert step.aot_graphs[0].code.splitlines()[-1].strip() == "return (addmm_1, primals_3, primals_4, addmm, silu)"
+assert step.verdict.agree, "the compiled step agrees with eager, gradients included"
+assert set(step.verdict.gradients) == {"fn.up.weight", "fn.up.bias", "fn.down.weight", "fn.down.bias"}, \
+    "the gradients of all four parameters are compared"
+assert len(step.aot_graphs[0].calls("nb08::silu")) == 1, "the kernel runs once, in the forward graph"
+assert step.aot_graphs[0].code.splitlines()[-1].strip() == "return (addmm_1, primals_3, primals_4, addmm, silu)", \
+    "the forward graph returns the output and what the backward needs (addmm, silu)"
 
 # %% [markdown]
 # The forward graph calls `nb08.silu` and returns more than the model's output (`addmm_1`): it also returns what
@@ -203,10 +213,11 @@ print(step.backward_graphs[0].code)
 
 # %%
 backward_graph = step.backward_graphs[0]
-assert not backward_graph.has("nb08::silu")                                   # the op is not called again...
-assert backward_graph.code.splitlines()[0] == "def forward(self, primals_3, primals_4, addmm, silu, tangents_1):"
-assert any(n.target == "sigmoid.default" for n in backward_graph.nodes)      # ...its formula is traced into aten
-assert len(step.backward_graphs) == 1
+assert not backward_graph.has("nb08::silu"), "the backward graph does not call the op again"
+assert backward_graph.code.splitlines()[0] == "def forward(self, primals_3, primals_4, addmm, silu, tangents_1):", \
+    "the backward graph takes what the forward saved (addmm, silu) and the incoming gradient"
+assert any(n.target == "sigmoid.default" for n in backward_graph.nodes), "the formula is traced into aten ops"
+assert len(step.backward_graphs) == 1, "one backward graph"
 
 # %% [markdown]
 # AOTAutograd traced `silu_backward` into aten ops (`sigmoid`, `mul`, `rsub`, …). The kernel stays opaque, but
@@ -218,7 +229,8 @@ assert len(step.backward_graphs) == 1
 
 # %%
 forward_only = labkit.compile_and_compare(model, batch)
-assert forward_only.verdict.agree and forward_only.backward_graphs == []
+assert forward_only.verdict.agree, "the forward-only step agrees with eager"
+assert forward_only.backward_graphs == [], "without .backward() no backward graph is compiled"
 print("backward graphs without .backward():", len(forward_only.backward_graphs))
 
 # %% [markdown]
@@ -247,7 +259,8 @@ compiled_grad = torch.autograd.grad(compiled(x), x)[0]
 print("eager / compiled:", round((eager_grad / compiled_grad).mean().item(), 4))
 
 # %%
-assert torch.allclose(eager_grad, 10 * compiled_grad)   # compiled still uses 1.0: no recompile noticed the change
+assert torch.allclose(eager_grad, 10 * compiled_grad), \
+    "compiled still uses grad_scale 1.0: no recompile noticed the change"
 
 # %% [markdown]
 # The value read inside the formula became a constant of the traced backward. The fix: make it an **input of
@@ -270,6 +283,11 @@ def scaled_arg_setup_context(ctx, inputs, output):
 
 scaled_arg.register_autograd(lambda ctx, grad: (silu_backward(ctx, grad) * ctx.grad_scale, None),
                              setup_context=scaled_arg_setup_context)
+
+# %% [markdown]
+# The same experiment, with the scale passed to the op:
+
+# %%
 settings["grad_scale"] = 1.0
 compiled = torch.compile(lambda x: scaled_arg(x, settings["grad_scale"]).sum(), backend="aot_eager")
 compiled(x).backward()
@@ -279,7 +297,7 @@ compiled_grad = torch.autograd.grad(compiled(x), x)[0]
 print("eager / compiled:", round((eager_grad / compiled_grad).mean().item(), 4))
 
 # %%
-assert torch.allclose(eager_grad, compiled_grad)
+assert torch.allclose(eager_grad, compiled_grad), "with grad_scale an input of the op, compiled follows the change"
 
 # %% [markdown]
 # The price: a `float` argument of a custom op is **specialized**: Dynamo guards on its exact value, as on a
@@ -292,9 +310,8 @@ assert torch.allclose(eager_grad, compiled_grad)
 # floats into the graph; torch 2.13.0's default is `False`: trace them as inputs):
 
 # %%
-def float_arg_calls(**dynamo_config):
-    """scaled_arg(x, s) compiled with dynamic=True, called for s = 2.5, 3.5, 4.5, 2.5 under recompile_limit=2:
-    the float each graph passes to the op, the graph that served each call (None: eager), what torch logged."""
+def serving_backend():
+    """(graphs, served, backend): the backend keeps each graph, and for each call the index of the graph that ran it."""
     graphs, served = [], []
 
     def recording(gm, example_inputs):
@@ -302,14 +319,21 @@ def float_arg_calls(**dynamo_config):
         graphs.append(gm)
         return lambda *args: served.append(index) or gm.forward(*args)
 
-    torch._dynamo.reset()
+    return graphs, served, recording
+
+# %%
+def float_arg_calls(**dynamo_config):
+    """scaled_arg(x, s) compiled with dynamic=True, called for s = 2.5, 3.5, 4.5, 2.5 under recompile_limit=2:
+    the float each graph passes to the op, the graph that served each call (None: eager), what torch logged."""
+    graphs, served, recording = serving_backend()
+    torch.compiler.reset()
     f = torch.compile(lambda x, s: scaled_arg(x, s), backend=recording, dynamic=True)
     per_call = []
     with torch._dynamo.config.patch(recompile_limit=2, **dynamo_config), \
             labkit.logs.torch_logs(recompiles=True) as log:
         for s in (2.5, 3.5, 4.5, 2.5):
             before = len(served)
-            assert torch.equal(f(torch.ones(2), s), scaled_arg(torch.ones(2), s))
+            assert torch.equal(f(torch.ones(2), s), scaled_arg(torch.ones(2), s)), f"s = {s}: compiled matches eager"
             per_call.append(served[before] if len(served) > before else None)
     baked = [re.search(r"scaled_arg\.default\([^,]+, ([^)]+)\)", gm.code).group(1) for gm in graphs]
     text = log.getvalue()
@@ -317,16 +341,22 @@ def float_arg_calls(**dynamo_config):
     logged = {"guard s == 2.5 failed": guard_failed, "limit warnings": text.count("hit config.recompile_limit (2)")}
     return baked, per_call, logged
 
+# %% [markdown]
+# The two runs, with the defaults and with `specialize_float=True`:
 
+# %%
 float_calls = {"defaults": float_arg_calls(), "specialize_float=True": float_arg_calls(specialize_float=True)}
 for config, (baked, per_call, warned) in float_calls.items():
     print(f"{config:<22} graphs pass: {baked}  served by graph: {per_call}  logged: {warned}")
 
 # %%
-assert torch._dynamo.config.recompile_limit == 8 and not torch._dynamo.config.specialize_float   # the defaults
+assert torch._dynamo.config.recompile_limit == 8, "the default recompile_limit is 8"
+assert not torch._dynamo.config.specialize_float, "specialize_float is off by default"
 LOGGED = {"guard s == 2.5 failed": True, "limit warnings": 1}   # the recompile reason; one fallback warning
-assert float_calls["defaults"] == (["item", "item"], [0, 1, None, 0], LOGGED)   # 4.5: eager; 2.5: graph 0 again
-assert float_calls["specialize_float=True"] == (["2.5", "3.5"], [0, 1, None, 0], LOGGED)   # the same calls
+assert float_calls["defaults"] == (["item", "item"], [0, 1, None, 0], LOGGED), \
+    "defaults: each graph reads the float from a tensor; 4.5 runs eagerly, 2.5 is served by graph 0 again"
+assert float_calls["specialize_float=True"] == (["2.5", "3.5"], [0, 1, None, 0], LOGGED), \
+    "specialize_float=True: the floats are baked in as constants, and the calls go the same way"
 
 # %% [markdown]
 # On torch 2.13.0 the default traces the float as a graph input (`item` above: the graph reads it from a
@@ -353,8 +383,10 @@ counted = labkit.compile_and_compare(lambda x: counting(x), calls=[(x,), (x,)], 
 print(counted.verdict)
 
 # %%
-assert counted.verdict.outputs_match and not counted.verdict.grads_match
-assert counted.verdict.problems == ("the gradient of x@0 differs", "the gradient of x@1 differs")
+assert counted.verdict.outputs_match, "eager and compiled outputs match"
+assert not counted.verdict.grads_match, "eager and compiled gradients differ: the formula changed Python state"
+assert counted.verdict.problems == ("the gradient of x@0 differs", "the gradient of x@1 differs"), \
+    "the comparison names both calls' gradients"
 
 # %% [markdown]
 # Eager scaled the two gradients by 1 and 2, the counter's values at each backward; compiled replays, as a
@@ -379,8 +411,10 @@ except RuntimeError as error:
 print(refusal)
 
 # %%
-assert refusal.startswith("Cannot register autograd formula for non-functional operator")
-assert refusal.endswith("Please create a functional operator and register an autograd formula for that.")
+assert refusal.startswith("Cannot register autograd formula for non-functional operator"), \
+    "torch refuses a formula for a mutating op"
+assert refusal.endswith("Please create a functional operator and register an autograd formula for that."), \
+    "the refusal points to a functional op"
 
 # %% [markdown]
 # `torch.library.register_autograd("nb08::scale_", ...)` gives the same refusal (section 9 runs it), and so does
@@ -397,7 +431,8 @@ try:
     unknown_refusal = None
 except RuntimeError as error:
     unknown_refusal = str(error)
-assert unknown_refusal.startswith("Cannot register autograd formula for non-functional operator")
+assert unknown_refusal.startswith("Cannot register autograd formula for non-functional operator"), \
+    "mutates_args='unknown' gets the same refusal"
 print(unknown_refusal.split(" Please")[0])
 
 # %% [markdown]
@@ -419,7 +454,10 @@ def with_aten(x):
     h.mul_(3)                 # the same write, by aten
     return h.sum()
 
+# %% [markdown]
+# The gradient of `x` through each, and the custom op on a leaf that requires grad:
 
+# %%
 grads = {}
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
@@ -437,12 +475,15 @@ scale_(leaf)                          # aten would refuse: "a leaf Variable that
 print("leaf after the op:", leaf)
 
 # %%
-assert grads == {"aten mul_": 6.0, "custom op, eager": 2.0, "custom op, compiled": 2.0}
-assert caught == []                   # not even a warning
-assert torch.equal(leaf.detach(), torch.full((3,), 3.0)) and leaf.grad_fn is None
-assert set(labkit.checks.opcheck(scale_, (torch.randn(3, dtype=torch.float64, requires_grad=True),)).values()) == {"ok"}
+assert grads == {"aten mul_": 6.0, "custom op, eager": 2.0, "custom op, compiled": 2.0}, \
+    "aten's write gives 6; the custom op's is invisible to autograd (2), eager and compiled alike"
+assert caught == [], "not even a warning"
+assert torch.equal(leaf.detach(), torch.full((3,), 3.0)), "the op overwrote a leaf that requires grad"
+assert leaf.grad_fn is None, "the overwritten leaf has no grad_fn: autograd did not see the write"
+assert set(labkit.checks.opcheck(scale_, (torch.randn(3, dtype=torch.float64, requires_grad=True),)).values()) \
+    == {"ok"}, "opcheck passes every test"
 assert gradcheck_verdict(lambda x: with_custom_op(x), torch.ones(3, dtype=torch.float64, requires_grad=True)) \
-    .startswith("FAIL: Jacobian mismatch")
+    .startswith("FAIL: Jacobian mismatch"), "gradcheck on a function that uses the op catches it"
 
 # %% [markdown]
 # Here, on torch 2.13, the write is **invisible to autograd**: no error, no warning, and the gradient is that of
@@ -476,7 +517,10 @@ def where_it_fails(fn):
         return stage, type(error).__name__, labkit.stages.as_torch_error(error, stage).message
     return None
 
+# %% [markdown]
+# The same function, eagerly and compiled:
 
+# %%
 saved_case = {"eager": where_it_fails(saved_then_written),
               "compiled": where_it_fails(torch.compile(saved_then_written, backend="aot_eager"))}
 for mode, (stage, kind, message) in saved_case.items():
@@ -485,9 +529,11 @@ for mode, (stage, kind, message) in saved_case.items():
 # %%
 SAVED_TENSOR_MODIFIED = ("one of the variables needed for gradient computation has been modified by an inplace "
                          "operation")
-assert saved_case["eager"][:2] == (".backward()", "RuntimeError")
-assert saved_case["compiled"][:2] == ("forward call", "BackendCompilerFailed")   # wraps the same RuntimeError
-assert all(message.startswith(SAVED_TENSOR_MODIFIED) for _, _, message in saved_case.values())
+assert saved_case["eager"][:2] == (".backward()", "RuntimeError"), "eager: a RuntimeError at .backward()"
+assert saved_case["compiled"][:2] == ("forward call", "BackendCompilerFailed"), \
+    "compiled: BackendCompilerFailed, wrapping the same RuntimeError, at the forward call"
+assert all(message.startswith(SAVED_TENSOR_MODIFIED) for _, _, message in saved_case.values()), \
+    "both say a tensor saved for the backward was modified in place"
 
 # %% [markdown]
 # The same write **undeclared** — the kernel writes `x` but the op says `mutates_args=()`, notebook 02's bug —
@@ -513,7 +559,10 @@ def saved_then_written_undeclared(x):
         done = scale_undeclared(h)
     return y.sum(), done
 
+# %% [markdown]
+# Eagerly, then compiled, with the gradient compared to the true one:
 
+# %%
 undeclared_eager = where_it_fails(lambda x: saved_then_written_undeclared(x)[0])
 compiled_undeclared = torch.compile(saved_then_written_undeclared, backend="aot_eager")
 x = torch.ones(3, requires_grad=True)
@@ -522,9 +571,10 @@ compiled_undeclared(x)[0].backward()
 print("eager:", undeclared_eager[:2], "| compiled gradient:", x.grad.tolist(), "| true:", true_grad.tolist())
 
 # %%
-assert undeclared_eager[:2] == (".backward()", "RuntimeError")
-assert undeclared_eager[2].startswith(SAVED_TENSOR_MODIFIED)
-assert x.grad.tolist() == [24.0] * 3 and true_grad.tolist() == [8.0] * 3   # 2·h·2 with h = 6, not 2: no error
+assert undeclared_eager[:2] == (".backward()", "RuntimeError"), "undeclared, eager: a RuntimeError at .backward()"
+assert undeclared_eager[2].startswith(SAVED_TENSOR_MODIFIED), "eager: the saved tensor was modified in place"
+assert x.grad.tolist() == [24.0] * 3, "compiled: no error, and the gradient 2·h·2 uses the overwritten h = 6"
+assert true_grad.tolist() == [8.0] * 3, "the true gradient uses h = 2"
 
 # %% [markdown]
 # So on torch 2.13 a custom op that writes a tensor that requires grad gives a loud error only when that tensor
@@ -560,10 +610,13 @@ with torch.no_grad():                              # inference: the kernel, on a
     silu_into(torch.ones(4), buffer)
 
 # %%
-assert pattern.verdict.agree and pattern.verdict.gradients == ("x",)
-assert pattern.aot_graphs[0].has("nb08::silu2") and not pattern.aot_graphs[0].has("nb08::silu_into")
-assert torch.autograd.gradcheck(silu2, (torch.randn(4, dtype=torch.float64, requires_grad=True),))
-assert torch.allclose(buffer, F.silu(torch.ones(4)))
+assert pattern.verdict.agree, "the functional op compiles and agrees with eager"
+assert pattern.verdict.gradients == ("x",), "the gradient of x is compared"
+assert pattern.aot_graphs[0].has("nb08::silu2"), "the compiled graph calls the functional op"
+assert not pattern.aot_graphs[0].has("nb08::silu_into"), "the graph does not see the mutating kernel"
+assert torch.autograd.gradcheck(silu2, (torch.randn(4, dtype=torch.float64, requires_grad=True),)), \
+    "gradcheck passes on the functional op"
+assert torch.allclose(buffer, F.silu(torch.ones(4))), "the kernel alone fills a buffer you own"
 
 # %% [markdown]
 # The compiled graph only sees `nb08::silu2`: the write into `out` happens inside its kernel, on a tensor
@@ -607,8 +660,10 @@ except TypeError as error:
 print(snippet_a_signature)
 
 # %%
-assert snippet_a.startswith("Cannot register autograd formula for non-functional operator")
-assert snippet_a_signature == "post_setup_context() got an unexpected keyword argument 'inputs'"
+assert snippet_a.startswith("Cannot register autograd formula for non-functional operator"), \
+    "snippet A: torch refuses the mutating op's formula"
+assert snippet_a_signature == "post_setup_context() got an unexpected keyword argument 'inputs'", \
+    "snippet A's setup_context signature fails at the first forward that needs a gradient"
 
 # %% [markdown]
 # **Snippet B** — `register_autograd` given a function `(ctx, x, needs_grad)` that *returns* a backward:
@@ -629,6 +684,12 @@ try:
     eager_b = None
 except TypeError as error:
     eager_b = str(error)
+print("eager, at .backward():", eager_b)
+
+# %% [markdown]
+# The same op under `torch.compile`:
+
+# %%
 try:
     with warnings.catch_warnings():     # autograd also warns "Error detected in ...Backward": the same error
         warnings.simplefilter("ignore")
@@ -636,13 +697,13 @@ try:
     compiled_b = None
 except Exception as error:
     compiled_b = labkit.stages.as_torch_error(error, "compiled")
-print("eager, at .backward():", eager_b)
 print("compiled, at the forward call:", compiled_b.type_name, "—", compiled_b.message)
 
 # %%
-assert eager_b == "post_autograd() missing 1 required positional argument: 'needs_grad'"
-assert compiled_b.message == eager_b          # same mistake, found earlier: AOTAutograd traces the backward
-assert compiled_b.type_name == "TypeError"    # while compiling the forward
+assert eager_b == "post_autograd() missing 1 required positional argument: 'needs_grad'", \
+    "snippet B, eager: .backward() fails, post_autograd misses its needs_grad argument"
+assert compiled_b.message == eager_b, "compiled: the same mistake, found earlier: AOTAutograd traces the backward"
+assert compiled_b.type_name == "TypeError", "compiled: a TypeError while compiling the forward"
 
 # %% [markdown]
 # The backward *is* the function you register: `backward(ctx, *grads)`, returning the gradients. To skip work
@@ -656,7 +717,7 @@ assert compiled_b.type_name == "TypeError"    # while compiling the forward
 # %%
 sample = torch.randn(2, 3, dtype=torch.float64, requires_grad=True)
 torch.library.opcheck(silu, (sample,))          # raises if any of its four tests fails
-assert torch.autograd.gradcheck(silu, (sample,))
+assert torch.autograd.gradcheck(silu, (sample,)), "gradcheck passes on silu"
 
 # %% [markdown]
 # See AOTAutograd's forward and backward graphs with `TORCH_LOGS="aot_graphs"` (in a script:
@@ -684,8 +745,10 @@ print(*shown, sep="\n")
 # %%
 log = "\n".join(log_lines)
 forward_log, backward_log = log.split("===== Backward graph")
-assert "===== Forward graph" in forward_log and "torch.ops.nb08.silu.default" in forward_log
-assert "nb08" not in backward_log and "torch.ops.aten.sigmoid.default" in backward_log
+assert "===== Forward graph" in forward_log, "the log shows the forward graph"
+assert "torch.ops.nb08.silu.default" in forward_log, "the forward graph calls the op"
+assert "nb08" not in backward_log, "the backward graph does not call the op"
+assert "torch.ops.aten.sigmoid.default" in backward_log, "the backward graph has the formula, in aten ops"
 
 # %% [markdown]
 # Both graphs are logged while the *forward* call compiles: AOTAutograd traces forward and backward together
@@ -726,7 +789,7 @@ def softclip_problem(setup_context, backward, name="softclip"):
         return f"{type(error).__name__}: {str(error).splitlines()[0]}"
     return None
 
-
+# %%
 if labkit.exercises.answered(my_softclip_backward):
     problem = softclip_problem(my_softclip_setup_context, my_softclip_backward)
     labkit.exercises.check(problem is None, "opcheck and gradcheck both pass.", str(problem))
@@ -744,7 +807,8 @@ def softclip_backward(ctx, grad):
     return grad * (1 - t * t), None       # one gradient per input; None for the float
 
 
-assert softclip_problem(softclip_setup_context, softclip_backward, "softclip_solution") is None
+assert softclip_problem(softclip_setup_context, softclip_backward, "softclip_solution") is None, \
+    "the solution passes opcheck and gradcheck"
 print("solution checked")
 
 # %% [markdown]
@@ -768,9 +832,8 @@ my_kernel_calls = {
 }
 
 # %%
-def kernel_calls_per_step(formula, mode):
-    calls = []
-
+def counted_silu(formula, calls):
+    """A SiLU op whose kernel appends to calls, its formula "aten formula" or "formula calls the op"."""
     @torch.library.custom_op(f"nb08::counted_{formula.split()[1]}", mutates_args=())
     def op(x: Tensor) -> Tensor:
         calls.append(1)                   # counts real kernel runs (a hidden side effect, for counting only)
@@ -785,6 +848,12 @@ def kernel_calls_per_step(formula, mode):
 
     op.register_autograd(silu_backward if formula == "aten formula" else backward_calling_the_op,
                          setup_context=silu_setup_context)
+    return op
+
+# %%
+def kernel_calls_per_step(formula, mode):
+    calls = []
+    op = counted_silu(formula, calls)
 
     def step(x):
         return op(x).sum()
@@ -797,7 +866,7 @@ def kernel_calls_per_step(formula, mode):
     step(x).backward()                    # the step we count
     return len(calls)
 
-
+# %%
 actual_calls = {key: kernel_calls_per_step(*key) for key in my_kernel_calls}
 if all(labkit.exercises.answered(v) for v in my_kernel_calls.values()):
     wrong = [key for key in actual_calls if my_kernel_calls[key] != actual_calls[key]]
@@ -813,10 +882,11 @@ if all(labkit.exercises.answered(v) for v in my_kernel_calls.values()):
 # That is what torch 2.11-2.13 do; on torch 2.14.1 and 2.15.0 the compiled step ran the kernel twice, as eager does.
 merged = 1 if labkit.env.torch_version()[:2] < (2, 14) else 2
 assert actual_calls == {("aten formula", "eager"): 1, ("aten formula", "compiled"): 1,
-                        ("formula calls the op", "eager"): 2, ("formula calls the op", "compiled"): merged}
+                        ("formula calls the op", "eager"): 2, ("formula calls the op", "compiled"): merged}, \
+    f"one kernel run per step, except the formula that calls the op: 2 eager, {merged} compiled"
 import torch._functorch.config
 with torch._functorch.config.patch(cse=False):
-    assert kernel_calls_per_step("formula calls the op", "compiled") == 2
+    assert kernel_calls_per_step("formula calls the op", "compiled") == 2, "without CSE the second call comes back"
 print("solution checked")
 
 # %% [markdown]

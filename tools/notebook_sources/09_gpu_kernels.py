@@ -317,7 +317,7 @@ else:
 
 # %%
 print("torch._inductor.config.graph_partition =", torch._inductor.config.graph_partition)
-assert torch._inductor.config.graph_partition
+assert torch._inductor.config.graph_partition, "graph partitioning is on by default"
 
 # %% [markdown]
 # ### §1 and §3 again, against a control *(CPU)*
@@ -338,9 +338,10 @@ kernels = {"inline": calls(inline_code, "_fused_"), "custom op": calls(code, "_f
 print("\n".join(f"{name}: {lines[-1]}" for name, lines in kernels.items()))
 
 # %%
-assert any("_fused_add_mul" in line for line in kernels["inline"])          # Inductor compiled x * 2 itself
-assert calls(code, "torch.ops.nb09.scale.default(")                           # §1's code: the op's call...
-assert kernels["custom op"] and not any("mul" in line for line in kernels["custom op"])   # ...and no mul kernel
+assert any("_fused_add_mul" in line for line in kernels["inline"]), "the control: Inductor compiles x * 2 itself"
+assert calls(code, "torch.ops.nb09.scale.default("), "§1's code calls the op"
+assert kernels["custom op"], "§1's code has a kernel of Inductor's own (the add)"
+assert not any("mul" in line for line in kernels["custom op"]), "§1's code has no mul kernel: the body is not in it"
 
 # %% [markdown]
 # - **§3, the body is not in the cache key.** Give a fresh op a new kernel for the same name
@@ -359,22 +360,26 @@ rekerneled.register_fake(lambda x: torch.empty_like(x))
 
 def cached_compile():
     """Compile and run rekerneled(x) + 1 with the FX-graph cache on: (the result, the cache's verdict)."""
-    torch._dynamo.reset()
+    torch.compiler.reset()
     torch._dynamo.utils.counters.clear()
     with torch._inductor.config.patch(fx_graph_cache=True), \
             torch._functorch.config.patch(enable_autograd_cache=False):
         result = torch.compile(lambda x: rekerneled(x) + 1)(torch.ones(3)).tolist()
     return result, "hit" if torch._dynamo.utils.counters["inductor"]["fxgraph_cache_hit"] else "miss"
 
+# %% [markdown]
+# Compile, give the op a new kernel, and compile again:
 
+# %%
 first = cached_compile()                                   # a hit too if an earlier run stored it: either is fine
 rekerneled.register_kernel("cpu", lambda x: x * 3)         # a new body, the same name
 second = cached_compile()
 print("before:", first[0], "| after the new kernel:", second)
 
 # %%
-assert first[0] == [3.0, 3.0, 3.0]
-assert second == ([4.0, 4.0, 4.0], "hit")    # the same key, and the new body ran: it is called, not inlined
+assert first[0] == [3.0, 3.0, 3.0], "the first kernel computes x * 2 + 1"
+assert second[1] == "hit", "a cache hit after the new kernel: the key did not change"
+assert second[0] == [4.0, 4.0, 4.0], "the new body ran: the artifact calls the op, it does not inline it"
 
 # %% [markdown]
 # ## 5. `Tag.out`: a write-only output buffer *(CPU)*
@@ -399,9 +404,10 @@ if hasattr(torch.Tag, "out"):
     print(torch.ops.nb09.scale_out.default._schema)
     print("\n".join(calls(out_code, "nb09.scale_out.default(")))
     assert str(torch.ops.nb09.scale_out.default._schema) == \
-        "nb09::scale_out(Tensor x, *, Tensor(a1!) out) -> Tensor(a1!)"
-    assert calls(out_code, "torch.ops.nb09.scale_out.default(arg0_1, out=buf0)")   # buf0: Inductor's buffer
-    assert torch.compile(scale_into_new)(torch.ones(3)).tolist() == [3.0, 3.0, 3.0]
+        "nb09::scale_out(Tensor x, *, Tensor(a1!) out) -> Tensor(a1!)", "Tag.out: out is keyword-only, and returned"
+    assert calls(out_code, "torch.ops.nb09.scale_out.default(arg0_1, out=buf0)"), \
+        "Inductor passes a buffer of its own, buf0, as out="
+    assert torch.compile(scale_into_new)(torch.ones(3)).tolist() == [3.0, 3.0, 3.0], "compiled, the result is right"
 else:
     print(f"torch {torch.__version__} has no torch.Tag.out (it arrived in 2.13): skipped.")
 
@@ -424,13 +430,16 @@ def read_then_overwrite(op):
         return buf + old
     return fn
 
+# %% [markdown]
+# Both declarations, compiled with Inductor on a buffer that holds 5s:
 
+# %%
 DECLARED = {"mutates_args only": scale_into}
 if hasattr(torch.Tag, "out"):
     DECLARED["Tag.out"] = lambda x, buf: scale_out(x, out=buf)
 tag_codes, tag_results = {}, {}
 for name, op in DECLARED.items():
-    torch._dynamo.reset()
+    torch.compiler.reset()
     x, buf = torch.ones(3), torch.full((3,), 5.0)
     with torch._inductor.config.patch(fx_graph_cache=False), logged(OUTPUT_CODE) as messages:
         returned = torch.compile(read_then_overwrite(op))(x, buf)
@@ -441,12 +450,17 @@ for name, op in DECLARED.items():
 
 # %%
 plain = tag_codes["mutates_args only"]
-assert calls(plain, "_clone_") and calls(plain, "torch.ops.nb09.scale_into.default(arg1_1, buf0)")  # buf0: a clone
+assert calls(plain, "_clone_"), "without the tag, Inductor's code clones the buffer"
+assert calls(plain, "torch.ops.nb09.scale_into.default(arg1_1, buf0)"), "without the tag, the op writes buf0: the clone"
 if "Tag.out" in tag_codes:
     tagged = tag_codes["Tag.out"]
-    assert "clone" not in tagged and calls(tagged, "torch.ops.nb09.scale_out.default(arg1_1, out=buf0)")
-    assert any("_fused_" in line and "copy_" in line for line in calls(tagged, "(buf"))   # the copy back
-assert all(result == ([17.0] * 3, [2.0] * 3) for result in tag_results.values())   # both right: 2·1 + 3·5; buf = 2
+    assert "clone" not in tagged, "with Tag.out, no clone"
+    assert calls(tagged, "torch.ops.nb09.scale_out.default(arg1_1, out=buf0)"), \
+        "with Tag.out, the op writes a fresh buffer, buf0"
+    assert any("_fused_" in line and "copy_" in line for line in calls(tagged, "(buf")), \
+        "with Tag.out, the fused kernel of the final add copies the result back into your tensor"
+assert all(result == ([17.0] * 3, [2.0] * 3) for result in tag_results.values()), \
+    "both right: the function returns 2·1 + 3·5 = 17, and buf ends as 2"
 print("checked: without the tag Inductor clones the buffer's old value for the op; with it, a fresh buffer.")
 
 # %% [markdown]
@@ -490,15 +504,19 @@ print("v1:", calls(v1_code, "nb09.bump"), calls(v1_code, "clone")[:1])
 print("torch's re-inplacing log (v1):", reinplace_log)
 
 # %%
-assert torch._inductor.config.enable_auto_functionalized_v2                 # v2 is the default
-assert calls(v2_code, "torch.ops.nb09.bump.default(reinterpret_tensor(arg0_1") and "clone" not in v2_code
-assert "clone" in v1_code and calls(v1_code, "torch.ops.nb09.bump.default(buf0)")    # buf0: the clone
+assert torch._inductor.config.enable_auto_functionalized_v2, "v2 is the default"
+assert calls(v2_code, "torch.ops.nb09.bump.default(reinterpret_tensor(arg0_1"), "v2: the op writes a view of x"
+assert "clone" not in v2_code, "v2: no clone"
+assert "clone" in v1_code, "v1: Inductor's code keeps a clone"
+assert calls(v1_code, "torch.ops.nb09.bump.default(buf0)"), "v1: the op writes buf0, the clone"
 assert any("remain clones=['x']" in m                 # torch 2.13's wording
-           or "unable to reinplace ['x']" in m for m in reinplace_log)     # torch 2.11's and 2.15.0's
+           or "unable to reinplace ['x']" in m        # torch 2.11's and 2.15.0's
+           for m in reinplace_log), "v1: torch's re-inplacing log says x stays a clone"
 with torch._inductor.config.patch(enable_auto_functionalized_v2=False):
-    torch._dynamo.reset()
+    torch.compiler.reset()
     x = torch.zeros(2, 3)
-    assert torch.compile(bump_first_row)(x).item() == 3.0 and x[0].tolist() == [1.0, 1.0, 1.0]
+    assert torch.compile(bump_first_row)(x).item() == 3.0, "v1: the result is right"
+    assert x[0].tolist() == [1.0, 1.0, 1.0], "v1: the clone is copied back into your tensor"
 print("checked: v2 writes your tensor in place; v1 writes a clone and copies it back (still correct).")
 
 # %% [markdown]
@@ -513,7 +531,8 @@ VIEW_PATTERNS = {
 }
 for name, fn in VIEW_PATTERNS.items():
     code = inductor_code(fn, torch.zeros(2, 3))
-    assert "clone" not in code and calls(code, "nb09.bump.default("), f"{name}: Inductor kept a clone"
+    assert "clone" not in code, f"{name}: Inductor kept a clone"
+    assert calls(code, "nb09.bump.default("), f"{name}: Inductor's code does not call the op"
 print("checked: no clone for", ", ".join(VIEW_PATTERNS))
 
 # %% [markdown]
@@ -552,7 +571,8 @@ else:
 # %% jupyter={"source_hidden": true} tags=["solution"]
 # Solution (click to expand): only the view of the input clones under v1 — v1 cannot re-inplace a view
 # of a graph input (#131192); the whole input and a temporary are written in place.
-assert {name: v1_clones(fn) for name, fn in EXERCISE.items()} == {"input": False, "row": True, "temporary": False}
+assert {name: v1_clones(fn) for name, fn in EXERCISE.items()} == {"input": False, "row": True, "temporary": False}, \
+    "under v1 only the view of the input clones"
 print("solution checked")
 
 # %% [markdown]
@@ -587,7 +607,7 @@ print(labkit.render.gpu_recording("09_gpu_kernels"))
 import io
 
 stderr = io.StringIO()
-torch._dynamo.reset()
+torch.compiler.reset()
 with contextlib.redirect_stderr(stderr), \
         torch._inductor.config.patch(enable_auto_functionalized_v2=False, fx_graph_cache=False):
     torch._logging.set_logs(inductor=logging.INFO)            # TORCH_LOGS="inductor"
@@ -598,7 +618,8 @@ with contextlib.redirect_stderr(stderr), \
 marks = ("Reinplace for", "attempted to reinplace")          # torch 2.13's summary; 2.11's and 2.15.0's
 verdicts = [line[line.index(mark):] for line in stderr.getvalue().splitlines() for mark in marks if mark in line]
 print("\n".join(verdicts))
-assert any("missed opportunities=['x']" in v or "unable to reinplace ['x']" in v for v in verdicts)
+assert any("missed opportunities=['x']" in v or "unable to reinplace ['x']" in v for v in verdicts), \
+    "torch's log says re-inplacing missed x"
 
 # %% [markdown]
 # ## Questions
