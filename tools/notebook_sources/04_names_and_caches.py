@@ -492,6 +492,7 @@ def solution_cache_tag(op, fake):
 
 with contextlib.redirect_stdout(io.StringIO()):
     assert check_tag(solution_cache_tag), "a tag of the schema and the fake kernel's source passes the check"
+    assert not check_tag(lambda op, fake: "my-ops-" + str(op._opoverload._schema)), "a schema-only tag is rejected"
 print("solution checked")
 
 # %% [markdown]

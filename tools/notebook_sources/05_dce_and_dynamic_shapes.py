@@ -492,6 +492,7 @@ if labkit.exercises.answered(my_graph_count):
 # Solution: 2. A static graph for [4], then one with a symbolic size (printed as [s…]) that also covers the last [4].
 assert truth_graphs == 2, "dynamic=None, 4 → 6 → 4: two graphs in total"
 assert dynamic_lab.report.graphs_per_call == [1, 1, 0], "the symbolic graph also covers the last [4]"
+assert truth_graphs != 3, "'one graph per shape change' (3) is rejected"
 print("solution checked")
 
 # %% [markdown]
@@ -526,8 +527,10 @@ if all(labkit.exercises.answered(v) for v in my_predictions.values()):
 # %% jupyter={"source_hidden": true} tags=["solution"]
 # Solution: a False (auto_functionalized_v2 with no copy_), b True (kept by _assert_scalar), c True (graph break:
 # eager), d True (fallback_random makes seeded ops impure).
-assert what_runs() == {"a": False, "b": True, "c": True, "d": True}, \
+truth = what_runs()
+assert truth == {"a": False, "b": True, "c": True, "d": True}, \
     "a: removed; b: kept by _assert_scalar; c: eager after a graph break; d: kept by fallback_random"
+assert truth != dict.fromkeys("abcd", False), "'an unused op never runs' is rejected"
 print("solution checked")
 
 # %% [markdown]
