@@ -115,8 +115,8 @@ def test_an_unknown_notebook_gets_one_sentence_listing_the_labs_notebooks(lab_co
 def test_a_learners_own_notebook_is_not_one_of_the_labs(lab_copy):
     _committed(lab_copy)
     (lab_copy / "notebooks" / "my_notes.ipynb").write_text("{}")
-    (lab_copy / "notebooks" / "10_my_notes.ipynb").write_text("{}")
-    for own in ("my_notes", "10_my_notes.ipynb", "10"):
+    (lab_copy / "notebooks" / "98_my_notes.ipynb").write_text("{}")
+    for own in ("my_notes", "98_my_notes.ipynb", "98"):
         done = _lab(lab_copy, "reset", own)
         assert done.returncode == 2 and "not one of the lab's notebooks" in done.stderr, done.stderr
         assert "download the lab again" not in done.stderr and "02_mutates_args" in done.stderr

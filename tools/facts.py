@@ -108,6 +108,12 @@ def map_cell(nbs: list[dict]) -> list[str]:
     return ["#", *("# " + line for line in lines), "#"]
 
 
+def readme_times(nbs: list[dict]) -> list[str]:
+    """README's row of cold execution times, one column per notebook (the same figures as INSTRUCTORS.md)."""
+    return ["", "| " + " | ".join(nb["stem"][:2] for nb in nbs) + " |", "|---" * len(nbs) + "|",
+            "| " + " | ".join(f"{nb['execution_s']} s" for nb in nbs) + " |", ""]
+
+
 def instructors_timings(nbs: list[dict]) -> list[str]:
     lines = ["", "| Notebook | Execution | Learner time | Demo live |", "|---|---|---|---|"]
     for nb in nbs:
@@ -126,7 +132,8 @@ def regions(project: dict, checked: list[str]) -> dict[str, list[tuple[str, str,
         "README.md": [
             ("torch-range", "md", ["", f"**torch >= {lab['minimum_torch']}: every notebook passes on torch "
                                        f"{', '.join(checked)}.**", ""]),
-            ("notebooks", "md", ["", *readme_notebooks(lab, nbs), ""])],
+            ("notebooks", "md", ["", *readme_notebooks(lab, nbs), ""]),
+            ("times", "md", readme_times(nbs))],
         "tools/notebook_sources/00_start_here.py": [("map", "py-md", map_cell(nbs))],
         "INSTRUCTORS.md": [("timings", "md", instructors_timings(nbs))],
         "labkit/_torch_internals.py": [("checked-on", "py", [f"CHECKED_ON = ({quoted})"])],

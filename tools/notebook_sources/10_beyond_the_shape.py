@@ -238,8 +238,8 @@ assert "incorrect fake (aka meta) kernel" in str(compiled), "and points at the f
 #
 # `opcheck` would have caught both in one call (wrong CPU strides from torch 2.13 on): run it on every op,
 # with inputs like your real ones. And if you fix a fake kernel and compile again, torch's on-disk compile
-# cache may still hand you the artifact built with the old one (pytorch #160472, notebook 04): restart with a
-# new `torch.compiler.config.cache_key_tag`, as notebook 04 shows.
+# cache may still hand you the artifact built with the old one (pytorch #160472): notebook 04 shows it, and
+# the `torch.compiler.config.cache_key_tag` that prevents it.
 #
 # ## 3. When Inductor picks the strides your kernel sees
 #
