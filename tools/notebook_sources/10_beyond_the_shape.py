@@ -10,7 +10,7 @@
 # - what `torch.autocast` does to a custom op, eagerly and compiled, and what `register_autocast` changes;
 # - why a `float` argument recompiles per value, the 0-d tensor that does not, and an op that returns an `int`.
 #
-# **Time:** about 25 minutes. **Before:** 01 · Custom ops and the compile pipeline, 07 · Data-dependent shapes,
+# **Time:** about 30 minutes. **Before:** 01 · Custom ops and the compile pipeline, 07 · Data-dependent shapes,
 # 08 · Training with custom ops.
 #
 # Every claim is asserted by the cell that shows it; outputs recorded on torch 2.13.0 (CPU). Everything here
@@ -409,7 +409,7 @@ x = torch.randn(4)
 as_float = labkit.compile_and_compare(scale_by, calls=[(x, f) for f in (1.0, 2.0, 3.0)], dynamic=True)
 as_tensor = labkit.compile_and_compare(scale_by_tensor, calls=[(x, torch.tensor(f)) for f in (1.0, 2.0, 3.0)],
                                        dynamic=True)
-print("graphs per call — float:", as_float.graphs_per_call, " 0-d tensor:", as_tensor.graphs_per_call)
+print("recompiles after the first call — float:", as_float.recompiles, " 0-d tensor:", as_tensor.recompiles)
 
 # %%
 assert as_float.verdict.agree, "the float version matches eager"
@@ -440,7 +440,63 @@ assert counted == 4, "an int output compiles (fullgraph) and gives the count"
 assert isinstance(counted, int), "and comes back a Python int"
 
 # %% [markdown]
-# ## Exercise 1: what catches which lie?
+# ## Exercise 1: replace or raise?
+#
+# Predict what each re-registration does, `"replaces"` (no error) or `"raises"`:
+#
+# - `"custom_op twice"`: `torch.library.custom_op` on a name it already created;
+# - `"define twice"`: `Library.define` of a name that library already defined;
+# - `"custom_op over define"`: `torch.library.custom_op` on a name first defined with `Library.define`.
+
+# %%
+my_registrations = {"custom_op twice": ..., "define twice": ..., "custom_op over define": ...}
+
+# %%
+import uuid
+
+
+def identity(x: Tensor) -> Tensor:
+    return x.clone()
+
+
+def register_twice(first, second):
+    """'replaces' or 'raises': what the second registration of a fresh name does."""
+    name = f"ex_reg_{uuid.uuid4().hex[:8]}"      # a new name each time the check runs
+    first(name)
+    try:
+        second(name)
+        return "replaces"
+    except RuntimeError:
+        return "raises"
+
+# %%
+def by_custom_op(name):
+    torch.library.custom_op(f"nb10::{name}", identity, mutates_args=())
+
+
+def by_define(name):
+    nb10_lib.define(f"{name}(Tensor x) -> Tensor")
+
+
+actual_registrations = {"custom_op twice": register_twice(by_custom_op, by_custom_op),
+                        "define twice": register_twice(by_define, by_define),
+                        "custom_op over define": register_twice(by_define, by_custom_op)}
+if all(labkit.exercises.answered(v) for v in my_registrations.values()):
+    wrong = [k for k in actual_registrations if my_registrations[k] != actual_registrations[k]]
+    labkit.exercises.check(not wrong, "all three hold.",
+                           f"re-think {wrong}: which of the two APIs replaces, and whose registrations may it "
+                           "replace (section 1)?")
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Solution: custom_op replaces only what custom_op itself created; Library.define never replaces (observed on
+# torch 2.11.0 to 2.15.0).
+assert actual_registrations == {"custom_op twice": "replaces", "define twice": "raises",
+                                "custom_op over define": "raises"}, "only custom_op over its own name replaces"
+assert actual_registrations["custom_op over define"] != "replaces", "'custom_op always replaces' is rejected"
+print("solution checked")
+
+# %% [markdown]
+# ## Exercise 2: what catches which lie?
 #
 # For each wrong fake kernel of section 2, predict what `opcheck` says (`"caught"` or `"passes"`) and what a
 # compiled call with Inductor does on **your** torch (`"error"`, `"wrong result"` or `"right result"`). The
@@ -487,7 +543,7 @@ assert actual_predictions["wrong strides"]["compiled"] != "right result", "'the 
 print("solution checked")
 
 # %% [markdown]
-# ## Exercise 2: the tag for a stride-ignoring kernel
+# ## Exercise 3: the tag for a stride-ignoring kernel
 #
 # Section 3's kernel reads its input as if it were contiguous. Choose the tags for a new op with that kernel
 # so that, after the convolution, compiled matches eager — and Inductor still may not pick the layout for it.
@@ -518,6 +574,63 @@ assert compiled_matches_eager((torch.Tag.needs_exact_strides,), "blur_exact"), "
 assert compiled_matches_eager((torch.Tag.needs_fixed_stride_order,), "blur_order"), "eager's order: right"
 if torch.backends.mkldnn.is_available():
     assert not compiled_matches_eager((torch.Tag.flexible_layout,), "blur_flex"), "flexible_layout is rejected"
+print("solution checked")
+
+# %% [markdown]
+# ## Exercise 4: autocast without `register_autocast`
+#
+# A new op `nb10::mm2`, like section 4's `nb10::mm` but **without** `register_autocast`, is compiled and called
+# under `torch.autocast("cpu", dtype=torch.bfloat16)` with float32 inputs. Which dtype does it return?
+
+# %%
+my_compiled_dtype = ...
+
+# %%
+@torch.library.custom_op("nb10::mm2", mutates_args=())
+def nb10_mm2(a: Tensor, b: Tensor) -> Tensor:
+    return a @ b
+
+
+nb10_mm2.register_fake(lambda a, b: a.new_empty(a.shape[0], b.shape[1]))
+with torch.autocast("cpu", dtype=torch.bfloat16):
+    torch.compiler.reset()
+    actual_compiled_dtype = torch.compile(nb10_mm2)(a, b).dtype
+if labkit.exercises.answered(my_compiled_dtype):
+    labkit.exercises.check(my_compiled_dtype == actual_compiled_dtype, "right: autocast does not cast the op.",
+                           "re-read section 4: what does autocast cast while tracing, and how is the op's kernel "
+                           "called?")
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Solution: compiled, autocast casts only the ops it lists; the opaque op gets (and returns) float32.
+assert actual_compiled_dtype == torch.float32, "compiled, the op stays float32"
+assert torch.bfloat16 != actual_compiled_dtype, "the eager-minded answer, bfloat16, is rejected"
+print("solution checked")
+
+# %% [markdown]
+# ## Exercise 5: a learning rate that changes every step
+#
+# A training loop calls an op with a new learning rate at each of 5 steps, compiled with `dynamic=True`. How
+# many times does torch **recompile** after the first step if the rate is a `float` argument (`nb10::scale_by`),
+# and how many if it is a 0-d tensor (`nb10::scale_by_tensor`)?
+
+# %%
+my_recompiles = {"float": ..., "0-d tensor": ...}
+
+# %%
+rates = (0.1, 0.05, 0.025, 0.0125, 0.00625)
+x = torch.randn(4)
+actual_recompiles = {
+    "float": labkit.compile_and_compare(scale_by, calls=[(x, r) for r in rates], dynamic=True).recompiles,
+    "0-d tensor": labkit.compile_and_compare(scale_by_tensor, calls=[(x, torch.tensor(r)) for r in rates],
+                                             dynamic=True).recompiles}
+if all(labkit.exercises.answered(v) for v in my_recompiles.values()):
+    labkit.exercises.check(my_recompiles == actual_recompiles, f"right: {actual_recompiles}.",
+                           "re-read section 5: which argument's value does torch bake into the graph?")
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+# Solution: a float is a constant of the graph (a recompile per new value); a tensor's value is data.
+assert actual_recompiles == {"float": 4, "0-d tensor": 0}, "4 recompiles for floats, none for a 0-d tensor"
+assert actual_recompiles != {"float": 0, "0-d tensor": 0}, "'dynamic=True makes floats symbolic' is rejected"
 print("solution checked")
 
 # %% [markdown]
