@@ -32,6 +32,8 @@
 # | 07 · Data-dependent shapes | unbacked sizes, `fullgraph`, `int` vs `SymInt`, `recompile_limit` | 30 min |
 # | 08 · Training with custom ops | `register_autograd`, `opcheck` vs `gradcheck`, the backward graph | 30 min |
 # | 09 · Custom ops for GPU kernels | `triton_op`, the cache key, CUDA graphs, `Tag.out`, re-inplacing | 20 min |
+# | 10 · Beyond the shape | C++-style registration, wrong dtypes and strides, layout tags, autocast, scalars | 30 min |
+# | 11 · Shipping custom ops: export, AOTInductor, profiler | `torch.export`, AOTInductor packages, the profiler, the cost per call | 25 min |
 #
 # <!-- END map -->
 # Each notebook names the ones it builds on under **Before:**.

@@ -14,8 +14,8 @@
 # 08 · Training with custom ops.
 #
 # Every claim is asserted by the cell that shows it; outputs recorded on torch 2.13.0 (CPU). Everything here
-# runs on the CPU; on a GPU, autocast's dtype and Inductor's layout choices differ, and this notebook does not
-# show them.
+# runs on the CPU; on a GPU, autocast's dtype and Inductor's layout choices may differ, and this notebook does
+# not show them.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -32,12 +32,29 @@ _ = torch.manual_seed(0)
 #
 # `custom_op` is one decorator. Underneath, torch does what a C++ extension's `TORCH_LIBRARY` block does:
 # it **defines** a schema in a namespace, then **implements** it per dispatch key. You can write those steps
-# yourself with `torch.library.Library`; projects that register many ops (vLLM's `direct_register_custom_op`,
-# for one) do.
+# yourself with `torch.library.Library`; projects that register many ops do (pytorch #139444 shows vLLM's
+# `direct_register_custom_op` helper).
 #
 # A `Library` object owns its registrations: keep it alive (a module-level name). One created inside a
-# function and then garbage-collected takes its ops with it (pytorch #139444). This cell first destroys the
-# library an earlier run of it made, so that running the notebook again works:
+# function is garbage-collected when the function returns, and takes its ops with it (#139444):
+
+# %%
+import gc
+
+
+def register_in_a_function():
+    lib = torch.library.Library("nb10gc", "FRAGMENT")
+    lib.define("short_lived(Tensor x) -> Tensor")
+    lib.impl("short_lived", lambda x: x * 2, "CPU")
+
+
+register_in_a_function()
+_ = gc.collect()
+assert not hasattr(torch.ops.nb10gc, "short_lived"), "the op went with its garbage-collected Library"
+
+# %% [markdown]
+# This notebook's library lives at module level. The cell first destroys the one an earlier run of it made
+# (`_destroy()` is private: a notebook convenience, not for your project), so that running it again works:
 
 # %%
 if "nb10_lib" in globals():
@@ -104,7 +121,7 @@ try:
     twice = None
 except RuntimeError as error:
     twice = str(error)
-print(twice[:160])
+print(twice.split(". ")[0] + ".")
 
 nb10_lib.define("same_lib(Tensor x) -> Tensor")
 nb10_lib.impl("same_lib", lambda x: x, "CPU")           # returns its input: an aliasing bug
@@ -128,7 +145,7 @@ try:
     co_error = None
 except RuntimeError as error:
     co_error = str(error)
-print(co_error[co_error.index("The output"):][:150])
+print(co_error[co_error.index("The output"):].split(" and (2)")[0] + " ...")
 assert "must not also be an input to this custom operator" in co_error, "custom_op checks aliasing eagerly"
 
 # %% [markdown]
@@ -176,7 +193,8 @@ def opcheck_outcome(op, *args):
 
 dtype_check = opcheck_outcome(torch.ops.nb10.wrong_dtype.default, x)
 stride_check = opcheck_outcome(torch.ops.nb10.wrong_strides.default, x)
-print(str(dtype_check)[:230], str(stride_check)[:230], sep="\n")
+for check in (dtype_check, stride_check):                 # the sentence that says what differs
+    print(str(check).split("metadata: ")[-1].split(" (scroll")[0].split(" (mismatched")[0])
 
 # %%
 assert dtype_check.startswith("OpCheckError: opcheck(op, ...): test_faketensor failed"), "dtype: caught"
@@ -228,6 +246,7 @@ compiled, eager = results["wrong_strides"]
 assert isinstance(compiled, AssertionError), "Inductor checks the strides the kernel returned"
 assert "expected size 3==3, stride 4==1 at dim=0" in str(compiled), "it names the stride that differs"
 assert "incorrect fake (aka meta) kernel" in str(compiled), "and points at the fake kernel"
+assert "opcheck" in str(compiled), "and names opcheck"
 
 # %% [markdown]
 # - The **wrong dtype is silently wrong** under Inductor on torch 2.11 to 2.13: the generated kernel reads
@@ -294,7 +313,8 @@ for name, tags in (("blur_untagged", ()), ("blur_flexible", (torch.Tag.flexible_
     torch.compiler.reset()
     with torch.no_grad():
         compiled = torch.compile(lambda x, op=op: op(conv(x)))(images)
-        outcome[name] = (seen[name], torch.allclose(compiled, op(conv(images))))
+        handed = seen[name]                     # the strides the compiled call handed the kernel
+        outcome[name] = (handed, torch.allclose(compiled, op(conv(images))))
 with torch.no_grad():
     print("eager conv output strides:", conv(images).stride())
 print(outcome)
@@ -333,53 +353,77 @@ assert default_layout == "needs_exact_strides", "the default (2.11.0 to 2.15.0) 
 
 # %% [markdown]
 # So: leave the default unless your kernel handles every layout, and only then tag it `flexible_layout`.
-# If a project changed the default, tag stride-sensitive ops explicitly.
-# Inside the kernel, `x.contiguous()` is the other fix (it copies when needed, eager and compiled alike).
-#
+# If a project changed the default, tag stride-sensitive ops explicitly (exercise 3). Inside the kernel,
+# `x.contiguous()` is the other fix: it copies when needed, eager and compiled alike, whatever the tag:
+
+# %%
+@torch.library.custom_op("nb10::blur_contiguous_inside", mutates_args=(), tags=(torch.Tag.flexible_layout,))
+def blur_contiguous_inside(x: Tensor) -> Tensor:
+    return reads_as_contiguous(x.contiguous())
+
+
+_ = blur_contiguous_inside.register_fake(lambda x: x.new_empty(x.shape))
+torch.compiler.reset()
+with torch.no_grad():
+    compiled = torch.compile(lambda x: blur_contiguous_inside(conv(x)))(images)
+    torch.testing.assert_close(compiled, blur_contiguous_inside(conv(images)))
+
+# %% [markdown]
 # ## 4. Mixed precision: `torch.autocast` and a custom op
 #
 # Autocast casts the inputs of the ops it lists (`torch.mm` → bf16 on the CPU). A custom op is not listed.
 # A custom matmul, called under autocast eagerly and compiled:
 
 # %%
+handed_to_kernel = []                            # (input dtype, autocast on?) at each call of the kernel
+
+
 @torch.library.custom_op("nb10::mm", mutates_args=())
 def nb10_mm(a: Tensor, b: Tensor) -> Tensor:
+    handed_to_kernel.append((a.dtype, torch.is_autocast_enabled("cpu")))
     return a @ b                                 # stands in for your kernel
 
 
-nb10_mm.register_fake(lambda a, b: a.new_empty(a.shape[0], b.shape[1]))
+_ = nb10_mm.register_fake(lambda a, b: a.new_empty(a.shape[0], b.shape[1]))
 
+# %%
 a, b = torch.randn(4, 4), torch.randn(4, 4)
 with torch.autocast("cpu", dtype=torch.bfloat16):
     eager_dtypes = (nb10_mm(a, b).dtype, torch.mm(a, b).dtype)
     torch.compiler.reset()
     compiled_out = torch.compile(lambda a, b: (nb10_mm(a, b), torch.mm(a, b)))(a, b)
 print("eager:", eager_dtypes, " compiled:", [t.dtype for t in compiled_out])
+print("the kernel was handed (input dtype, autocast on): eager", handed_to_kernel[0], " compiled",
+      handed_to_kernel[-1])
 
 # %%
 assert eager_dtypes[0] == torch.bfloat16, "eager: the op's kernel ran under autocast, so its a @ b is bf16"
 assert eager_dtypes[1] == torch.bfloat16, "eager: torch.mm is autocast"
 assert compiled_out[0].dtype == torch.float32, "compiled: the op gets float32 and returns float32"
 assert compiled_out[1].dtype == torch.bfloat16, "compiled: torch.mm is still autocast"
+assert handed_to_kernel[0] == (torch.float32, True), "eager: float32 inputs, autocast on inside the kernel"
+assert handed_to_kernel[-1] == (torch.float32, False), "compiled: float32 inputs, autocast off"
 
 # %% [markdown]
-# Eager and compiled **disagree**. Eagerly, the op's inputs arrive as float32, and the aten ops its Python
-# kernel calls are autocast one by one, like any code in the region. Compiled, autocast is applied while
-# tracing, the op is opaque, and its kernel is called with autocast off. Either way the op's *inputs* were not
-# cast: a kernel that reads them directly (Triton, CUDA) gets float32.
+# Eager and compiled **disagree**. Either way the op's *inputs* arrive as float32: autocast does not cast them.
+# Eagerly, autocast is still on inside the kernel, so the aten ops its Python code calls are autocast one by one
+# (`a @ b` becomes bf16), like any code in the region. Compiled, autocast was applied while tracing, the op is
+# opaque, and its kernel is called with autocast off: `a @ b` stays float32.
 #
 # `torch.library.register_autocast` makes the op itself an autocast op: its floating-point inputs are cast to
 # bf16 before it runs, eager and compiled alike:
 
 # %%
 torch.library.register_autocast("nb10::mm", "cpu", torch.bfloat16)
+handed_to_kernel.clear()
 with torch.autocast("cpu", dtype=torch.bfloat16):
     eager_dtype = nb10_mm(a, b).dtype
     torch.compiler.reset()
     compiled_dtype = torch.compile(nb10_mm)(a, b).dtype
-print("eager:", eager_dtype, " compiled:", compiled_dtype)
+print("eager:", eager_dtype, " compiled:", compiled_dtype, " inputs the kernel got:", handed_to_kernel)
 assert eager_dtype == torch.bfloat16, "with register_autocast, eager runs in bf16"
 assert compiled_dtype == torch.bfloat16, "and so does compiled"
+assert {dtype for dtype, _ in handed_to_kernel} == {torch.bfloat16}, "the kernel is handed bf16 inputs"
 
 # %% [markdown]
 # ## 5. Scalars in and out
@@ -543,67 +587,86 @@ assert actual_predictions["wrong strides"]["compiled"] != "right result", "'the 
 print("solution checked")
 
 # %% [markdown]
-# ## Exercise 3: the tag for a stride-ignoring kernel
+# ## Exercise 3: a project that changed the default
 #
-# Section 3's kernel reads its input as if it were contiguous. Choose the tags for a new op with that kernel
-# so that, after the convolution, compiled matches eager — and Inductor still may not pick the layout for it.
-# Give a tuple of `torch.Tag`s (`()` for none). The check compiles your op and compares with eager.
+# Your project sets `torch._functorch.config.custom_op_default_layout_constraint = "flexible_layout"` (for
+# speed). Which tags must section 3's stride-ignoring kernel declare so that, after the convolution, compiled
+# still matches eager? Give a tuple of `torch.Tag`s (`()` for none); the check compiles your op under that
+# setting and compares with eager.
 
 # %%
 my_tags = ...
 
 # %%
 def compiled_matches_eager(tags, name):
+    """Section 3's kernel, tagged `tags`, compiled after the convolution with flexible_layout as the default."""
     op = blur_op(name, tuple(tags))
     torch.compiler.reset()
-    with torch.no_grad():
+    with torch._functorch.config.patch(custom_op_default_layout_constraint="flexible_layout"), torch.no_grad():
         return torch.allclose(torch.compile(lambda x: op(conv(x)))(images), op(conv(images)))
 
 
+# %%
+def check_tags(tags):
+    if not (isinstance(tags, tuple) and all(isinstance(tag, torch.Tag) for tag in tags)):
+        return labkit.exercises.check(False, "", f"give a tuple of torch.Tag, e.g. (torch.Tag.pointwise,), "
+                                                 f"not {tags!r}")
+    return labkit.exercises.check(compiled_matches_eager(tags, f"blur_{uuid.uuid4().hex[:8]}"),
+                                  "compiled matches eager: Inductor hands your kernel a layout it can read.",
+                                  "compiled differs from eager: re-read the table in section 3 — which tags fix "
+                                  "the layout, and which let Inductor choose?")
+
+
 if labkit.exercises.answered(my_tags):
-    labkit.exercises.check(isinstance(my_tags, tuple) and compiled_matches_eager(my_tags, "blur_yours"),
-                           "compiled matches eager: Inductor hands your kernel a layout it can read.",
-                           "give a tuple of torch.Tag; re-read the table in section 3: which tags fix the "
-                           "layout, and which lets Inductor choose?")
+    check_tags(my_tags)
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
-# Solution: any tag that fixes the layout works: needs_exact_strides (the default), needs_contiguous_strides or
-# needs_fixed_stride_order; flexible_layout lets Inductor pass channels-last (where mkldnn is available).
-assert compiled_matches_eager((torch.Tag.needs_contiguous_strides,), "blur_contiguous"), "contiguous: right"
-assert compiled_matches_eager((torch.Tag.needs_exact_strides,), "blur_exact"), "exact strides: right"
-assert compiled_matches_eager((torch.Tag.needs_fixed_stride_order,), "blur_order"), "eager's order: right"
-if torch.backends.mkldnn.is_available():
-    assert not compiled_matches_eager((torch.Tag.flexible_layout,), "blur_flex"), "flexible_layout is rejected"
+# Solution: (torch.Tag.needs_contiguous_strides,) says what the kernel needs. needs_exact_strides also works here
+# because eager's strides are contiguous; needs_fixed_stride_order did here too (same order, no padding), but
+# promises less. Untagged, the project's default lets Inductor pass channels-last (where mkldnn is available).
+import contextlib
+import io
+
+with contextlib.redirect_stdout(io.StringIO()):
+    assert check_tags((torch.Tag.needs_contiguous_strides,)), "needs_contiguous_strides is right"
+    assert check_tags((torch.Tag.needs_exact_strides,)), "needs_exact_strides is right for this kernel"
+    if torch.backends.mkldnn.is_available():
+        assert not check_tags(()), "no tag is rejected: the project's default applies"
+        assert not check_tags((torch.Tag.flexible_layout,)), "flexible_layout is rejected"
+    assert not check_tags(("needs_contiguous_strides",)), "a string is rejected in one sentence"
 print("solution checked")
 
 # %% [markdown]
-# ## Exercise 4: autocast without `register_autocast`
+# ## Exercise 4: which of the kernel's ops does autocast reach?
 #
-# A new op `nb10::mm2`, like section 4's `nb10::mm` but **without** `register_autocast`, is compiled and called
-# under `torch.autocast("cpu", dtype=torch.bfloat16)` with float32 inputs. Which dtype does it return?
+# A new op `nb10::scale_mul` computes `a * b` in its Python kernel (no `register_autocast`). Called **eagerly**
+# under `torch.autocast("cpu", dtype=torch.bfloat16)` with float32 inputs, which dtype does it return? Give a
+# `torch.dtype`. (Hint: section 4 says what autocast does inside an eager kernel; does it cast *every* op?)
 
 # %%
-my_compiled_dtype = ...
+my_eager_dtype = ...
 
 # %%
-@torch.library.custom_op("nb10::mm2", mutates_args=())
-def nb10_mm2(a: Tensor, b: Tensor) -> Tensor:
-    return a @ b
+@torch.library.custom_op("nb10::scale_mul", mutates_args=())
+def scale_mul(a: Tensor, b: Tensor) -> Tensor:
+    return a * b
 
 
-nb10_mm2.register_fake(lambda a, b: a.new_empty(a.shape[0], b.shape[1]))
+_ = scale_mul.register_fake(lambda a, b: torch.empty_like(a))
 with torch.autocast("cpu", dtype=torch.bfloat16):
-    torch.compiler.reset()
-    actual_compiled_dtype = torch.compile(nb10_mm2)(a, b).dtype
-if labkit.exercises.answered(my_compiled_dtype):
-    labkit.exercises.check(my_compiled_dtype == actual_compiled_dtype, "right: autocast does not cast the op.",
-                           "re-read section 4: what does autocast cast while tracing, and how is the op's kernel "
-                           "called?")
+    actual_eager_dtype = scale_mul(a, b).dtype
+if labkit.exercises.answered(my_eager_dtype):
+    labkit.exercises.check(my_eager_dtype == actual_eager_dtype,
+                           "right: autocast casts only the ops on its list, and mul is not one of them.",
+                           "not that: give a torch.dtype (e.g. torch.float16), and ask whether autocast's CPU "
+                           "list has mul (torch.amp's docs list the ops it casts)."
+                           if isinstance(my_eager_dtype, torch.dtype) else
+                           f"give a torch.dtype such as torch.float32, not {my_eager_dtype!r}")
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
-# Solution: compiled, autocast casts only the ops it lists; the opaque op gets (and returns) float32.
-assert actual_compiled_dtype == torch.float32, "compiled, the op stays float32"
-assert torch.bfloat16 != actual_compiled_dtype, "the eager-minded answer, bfloat16, is rejected"
+# Solution: autocast is on inside the eager kernel, but it casts only the ops it lists (mm, not mul): float32.
+assert actual_eager_dtype == torch.float32, "eager, a * b under autocast stays float32"
+assert torch.bfloat16 != actual_eager_dtype, "'autocast casts everything to bf16' is rejected"
 print("solution checked")
 
 # %% [markdown]
