@@ -17,7 +17,7 @@ import torch
 
 # Releases on which every notebook passed in tools/torch_matrix.py's table (docs/torch-versions.json).
 # BEGIN checked-on: generated from pyproject.toml [tool.lab] by tools/build_notebooks.py --facts: do not edit
-CHECKED_ON = ("2.11.0", "2.12.1")
+CHECKED_ON = ("2.11.0", "2.12.1", "2.13.0", "2.14.1", "2.15.0")
 # END checked-on
 
 # The private names labkit imports, lazily, in the helpers below; the too-old-torch gate looks them

@@ -51,6 +51,10 @@ NOTES = """
   `p->deviceCount()` through it. This is why labkit (since the fix for issue 12) compiles only on the
   kernel's main thread, on every torch: its old background warm-up thread was exactly that first
   thread, and killed notebooks 00, 02, 03 and 04 on torch 2.11.
+- **Where the probes run**: from an empty working folder, never from the Inductor cache directory. Until
+  2026-12-02 they ran from the cache directory, whose hash-named subfolders Python imports as packages: a
+  folder `z3` there shadowed the z3 solver, and rows showed *crash (exit 1)* and *other* at random. The rows
+  of that day were probed again in their environments (`--probes-only`; the JSON's `probed`).
 - **#187319 reproduces**: two processes share the default compile cache; the second declares the
   op's mutation and still gets the first process's artifact (which drops the mutation).
 - **mutation lowers to**: what AOTAutograd wraps a custom op that declares `mutates_args` in.
@@ -173,8 +177,46 @@ def notebook_results(junit: Path) -> dict[str, str]:
     return results
 
 
+def cold_dirs() -> tuple[str, str, dict[str, str]]:
+    """An empty Inductor cache directory, an empty working directory, and the environment that uses the first.
+
+    The two are apart on purpose: Inductor names its cache's subfolders after hash prefixes (``z3``, ``ok``,
+    ...), and a ``python -c`` started in that folder imports them as packages (a folder ``z3`` shadowed the
+    z3 solver and broke every compile of the thread probe, at random)."""
+    cache_dir = tempfile.mkdtemp(prefix="torch-matrix-inductor-")
+    work_dir = tempfile.mkdtemp(prefix="torch-matrix-run-")
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache_dir, PYTHONNOUSERSITE="1")
+    env.pop("PYTHONPATH", None)
+    return cache_dir, work_dir, env
+
+
+def run_probe(venv_python: str, env: dict[str, str], work_dir: str, log) -> dict:
+    probe = subprocess.run([venv_python, "-c", PROBE], capture_output=True, text=True, env=env, cwd=work_dir)
+    log.write(probe.stdout + probe.stderr)
+    line = next((ln for ln in probe.stdout.splitlines() if ln.startswith("PROBE ")), None)
+    return json.loads(line[6:]) if line else {"probe": f"crashed (exit {probe.returncode})"}
+
+
+def venv_for(torch_version: str, python: str, colab: bool, venv_root: Path) -> Path:
+    return venv_root / f"torch-{torch_version}-py{python_version(python)}{'-colab' if colab else ''}"
+
+
+def reprobe_row(row: dict, python: str, venv_root: Path) -> dict:
+    """Only the behaviour probes again, in the row's kept environment; its notebook results stay."""
+    venv = venv_for(row["torch"], python, row["colab"], venv_root)
+    if not (venv / "bin" / "python").exists():
+        raise SystemExit(f"no kept environment for the {row['row']} row at {venv}: run the row again instead")
+    cache_dir, work_dir, env = cold_dirs()
+    with open(row["log"], "a") as log:
+        behaviours = run_probe(str(venv / "bin" / "python"), env, work_dir, log)
+    for folder in (cache_dir, work_dir):
+        shutil.rmtree(folder, ignore_errors=True)
+    print(f"[{row['row']}] probes again: {behaviours}", flush=True)
+    return {**row, "behaviours": behaviours, "probed": f"{time.strftime('%Y-%m-%d')} ({current_commit()})"}
+
+
 def run_row(label: str, torch_version: str, python: str, colab: bool, venv_root: Path, keep: bool) -> dict:
-    venv = venv_root / f"torch-{torch_version}-py{python_version(python)}{'-colab' if colab else ''}"
+    venv = venv_for(torch_version, python, colab, venv_root)
     log_path = Path(tempfile.gettempdir()) / f"torch-matrix-{venv.name}.log"
     row = {"row": label, "torch": torch_version, "python": python_version(python), "colab": colab,
            "date": time.strftime("%Y-%m-%d"), "commit": current_commit(), "log": str(log_path)}
@@ -186,26 +228,22 @@ def run_row(label: str, torch_version: str, python: str, colab: bool, venv_root:
             return row
         venv_python = str(venv / "bin" / "python")
         row["torch_build"] = installed_torch(venv)
-        cache_dir = tempfile.mkdtemp(prefix="torch-matrix-inductor-")
-        env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache_dir, PYTHONNOUSERSITE="1")
-        env.pop("PYTHONPATH", None)
-        junit = Path(cache_dir) / "junit.xml"
+        cache_dir, work_dir, env = cold_dirs()
+        junit = Path(work_dir) / "junit.xml"
         notebooks = sorted(str(p) for p in (ROOT / "notebooks").glob("*.ipynb"))
         print(f"[{label}] running {len(notebooks)} notebooks under nbval-lax (cold Inductor cache)", flush=True)
         started = time.perf_counter()
         sh([venv_python, "-m", "pytest", "--nbval-lax", "--nbval-current-env", "-p", "no:cacheprovider",
-            "-o", "addopts=", "-o", "junit_family=xunit1", "--rootdir", cache_dir, f"--junitxml={junit}",
-            *notebooks], log, env=env, cwd=cache_dir)
+            "-o", "addopts=", "-o", "junit_family=xunit1", "--rootdir", work_dir, f"--junitxml={junit}",
+            *notebooks], log, env=env, cwd=work_dir)
         row["notebooks_s"] = round(time.perf_counter() - started)
         row["notebooks"] = notebook_results(junit)
         print(f"[{label}] probing behaviours", flush=True)
-        probe = subprocess.run([venv_python, "-c", PROBE], capture_output=True, text=True, env=env, cwd=cache_dir)
-        log.write(probe.stdout + probe.stderr)
-        line = next((ln for ln in probe.stdout.splitlines() if ln.startswith("PROBE ")), None)
-        row["behaviours"] = json.loads(line[6:]) if line else {"probe": f"crashed (exit {probe.returncode})"}
+        row["behaviours"] = run_probe(venv_python, env, work_dir, log)
         passed = bool(row["notebooks"]) and all(v == "pass" for v in row["notebooks"].values())
         row["result"] = "all notebooks pass" if passed else "notebooks fail"
-        shutil.rmtree(cache_dir, ignore_errors=True)
+        for folder in (cache_dir, work_dir):
+            shutil.rmtree(folder, ignore_errors=True)
     if not keep:
         shutil.rmtree(venv, ignore_errors=True)
     print(f"[{label}] {row['result']}", flush=True)
@@ -310,6 +348,8 @@ def main() -> None:
     parser.add_argument("--venv-root", type=Path, default=Path(tempfile.gettempdir()) / "torch-matrix-venvs")
     parser.add_argument("--keep-venvs", action="store_true", help="keep each environment (they take GBs)")
     parser.add_argument("--table-only", action="store_true", help="rewrite the table from the JSON, run nothing")
+    parser.add_argument("--probes-only", action="store_true",
+                        help="re-run only the behaviour probes of the named rows, in their kept environments")
     args = parser.parse_args()
     if not args.versions and not args.colab and not args.table_only:
         parser.error("name at least one torch release, or --colab, or --table-only")
@@ -319,6 +359,12 @@ def main() -> None:
     if args.colab:
         todo.append(("Colab stack", COLAB["torch"], args.colab_python, True))
     for label, version, python, colab in ([] if args.table_only else todo):
+        if args.probes_only:
+            old = next((r for r in rows if r["row"] == label), None)
+            if old is None:
+                parser.error(f"--probes-only: no {label} row in {RESULTS.name} yet")
+            rows = save(reprobe_row(old, python, args.venv_root))
+            continue
         row = run_row(label, version, python, colab, args.venv_root, args.keep_venvs)
         rows = save(row)
     write_table(rows)
