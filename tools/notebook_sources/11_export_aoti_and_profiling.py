@@ -202,9 +202,9 @@ assert ("aten::sigmoid", "nb11::silu") in aoti_events, "its Python kernel's aten
 # %% [markdown]
 # ### What a changed op does to a saved package
 #
-# The package stores the op's **name** and its arguments, not its kernel. Redefine
-# `nb11::silu` under the same name: a new kernel, and a declaration that now **writes into its input**. Then
-# run the package we loaded before the change:
+# The package stores the op's **name** and its arguments, not its kernel: `aoti_load_package` looks the name up
+# in the dispatcher **when it loads**. Redefine `nb11::silu` under the same name, with a new kernel and a
+# declaration that now **writes into its input**, and load the package again:
 
 # %%
 @torch.library.custom_op("nb11::silu", mutates_args=("x",))
@@ -213,18 +213,24 @@ def silu(x: Tensor) -> Tensor:
     return torch.full_like(x, 42.0)
 
 
+runner = None                        # loaded before the change: never call it again (see below)
+reloaded = torch._inductor.aoti_load_package(package)
 mine = torch.randn(4, 8)
 before = mine.clone()
-out = runner(mine)
+out = reloaded(mine)
 print("package output:", out[0, :3], " caller's tensor afterwards:", mine[0, :3])
 
 # %%
-assert torch.equal(out, torch.full_like(mine, 43.0)), "the loaded package runs the NEW kernel (42 + 1)"
+assert torch.equal(out, torch.full_like(mine, 43.0)), "the package runs the NEW kernel (42 + 1)"
 assert not torch.equal(mine, before), "and the new kernel wrote into the caller's tensor, unannounced"
 
 # %% [markdown]
 # The package checked neither the kernel nor the declaration: it runs whatever is registered under the name
-# when it runs. Put the original op back:
+# when it is loaded. Why `runner = None`? The loaded package keeps a C++ handle to the operator it found at load
+# time, and `custom_op` **destroyed** that operator when it replaced it. Calling the old `runner` now reads freed
+# memory: in our runs it sometimes ran the new kernel and sometimes killed the Jupyter kernel (2.13.0, a test
+# that runs all notebooks in one process). After redefining an op, load its packages again. Put the original op
+# back, and load once more:
 
 # %%
 @torch.library.custom_op("nb11::silu", mutates_args=())
@@ -237,6 +243,8 @@ def _(x):
     return torch.empty_like(x)
 
 
+reloaded = None                      # it, too, holds the operator just destroyed
+runner = torch._inductor.aoti_load_package(package)
 torch.testing.assert_close(runner(x), Block()(x))
 
 # %% [markdown]
@@ -506,8 +514,9 @@ print("solution checked")
 #   module that defines it before `aoti_load_package`), and runs whatever kernel is registered under that
 #   name. For a package that runs without Python, write the op in C++ with `TORCH_LIBRARY` (see the landing page
 #   below).
-# - Never redefine an op while a package that calls it is loaded: with a changed signature, the next call
-#   crashed the process in section 2; with a changed declaration it ran unchecked.
+# - After redefining an op, load the packages that call it again: a package loaded before holds a handle to the
+#   destroyed operator (with a changed signature, its next call crashed the process in section 2). A package
+#   loaded after the change runs the new kernel, unchecked, whatever its declaration now says.
 # - To find your kernel in a profile on every torch, name it with `torch.profiler.record_function`. On a GPU,
 #   `ProfilerActivity.CUDA` adds the GPU kernels to the profile (not run in this notebook).
 # - labkit has no wrapper for export or AOTInductor; this notebook uses torch only.
@@ -526,9 +535,9 @@ print("solution checked")
 # - In an `ExportedProgram` a custom op is one node, `torch.ops.nb11.<name>.default`; a mutating op stays itself
 #   in `ep.graph`, and `run_decompositions()` wraps it in `auto_functionalized_v2` (torch 2.11–2.15).
 # - Export needs a fake kernel: without one it raises `RuntimeError` ("There was no fake impl registered").
-# - AOTInductor calls a custom op through the proxy executor, looked up by name: a loaded package runs the
-#   kernel registered now, unchecked; a process without the op cannot load it ("Could not find schema"); a
-#   changed signature crashed a process that had loaded the package before the change.
+# - AOTInductor calls a custom op through the proxy executor, looked up by name when the package loads: it
+#   runs the kernel registered then, unchecked; a process without the op cannot load it ("Could not find
+#   schema"); a changed signature crashed a process that had loaded the package before the change.
 # - In the profiler, `torch.ops.ns.name(...)` records the op as its own event with its kernel's aten ops
 #   beneath it, eagerly and in an AOTI package. The `custom_op` object does too up to torch 2.13; from 2.14 it
 #   and compiled code record only the kernel's aten ops. `record_function` names your kernel on every torch.
