@@ -226,10 +226,10 @@ assert not torch.equal(mine, before), "and the new kernel wrote into the caller'
 
 # %% [markdown]
 # The package checked neither the kernel nor the declaration: it runs whatever is registered under the name
-# when it is loaded. Why `runner = None`? The loaded package keeps a C++ handle to the operator it found at load
-# time, and `custom_op` **destroyed** that operator when it replaced it. Calling the old `runner` now reads freed
-# memory: in our runs it sometimes ran the new kernel and sometimes killed the Jupyter kernel (2.13.0, a test
-# that runs all notebooks in one process). After redefining an op, load its packages again. Put the original op
+# when it is loaded. Why `runner = None`? A loaded package keeps the C++ handle of the operator it found at load
+# time, and `custom_op` **destroyed** that operator when it replaced it: the old `runner` would now call through
+# freed memory. Often the new operator lands in the same place and the call seems to work; nothing guarantees
+# it (the script below shows a crash). After redefining an op, load its packages again. Put the original op
 # back, and load once more:
 
 # %%
