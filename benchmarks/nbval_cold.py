@@ -45,7 +45,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 TARGET_S = 300                      # the whole collection
-EACH_TARGET_S: dict[str, int] = {}  # one notebook alone; 45 s unless named here
+EACH_TARGET_S = 45                  # one notebook alone
 
 
 def select(names: list[str]) -> list[str]:
@@ -112,7 +112,7 @@ def each_alone(targets: list[str], extra: list[str]) -> int:
         finally:
             shutil.rmtree(root, ignore_errors=True)
         name = Path(target).stem
-        limit = EACH_TARGET_S.get(name[:2], 45)
+        limit = EACH_TARGET_S
         summary = summary_line(output)
         print(f"{name:<34} {wall:>7.1f} {limit:>8}  {summary}{'   !! over' if wall > limit else ''}", flush=True)
         worst = max(worst, status)

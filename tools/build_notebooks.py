@@ -197,13 +197,16 @@ def check(sources: list[pathlib.Path], with_facts: bool) -> int:
 
 def write_facts(strict: bool) -> int:
     """Rewrite the generated regions from the registry. Strict (--facts, a whole build): a source without
-    a registry entry, an entry without a source, or a registry that cannot be written (no version-matrix
-    row has run the registered notebooks yet) fails; when named notebooks are built, each is a note."""
+    a registry entry, an entry without a source, or a registry that cannot be written fails; when named
+    notebooks are built, a registry that no version-matrix row has run yet is a note."""
     try:
         changed = facts.write(ROOT)
-    except facts.FactsError as error:  # e.g. a new notebook that no version-matrix row has run yet
+    except facts.NotYetChecked as error:  # a new notebook that no version-matrix row has run yet
         print(error if strict else f"note: {error} (the facts were not rewritten)", file=sys.stderr)
         return 1 if strict else 0
+    except facts.FactsError as error:
+        print(error, file=sys.stderr)
+        return 1
     for path in changed:
         print("wrote", path)
     problems = facts.registry_problems(ROOT)

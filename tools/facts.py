@@ -40,6 +40,10 @@ class FactsError(SystemExit):
     """The registry cannot be written out: one sentence per problem."""
 
 
+class NotYetChecked(FactsError):
+    """No version-matrix row has run the registered notebooks: a named build of a new notebook goes on."""
+
+
 def pyproject(root: pathlib.Path = ROOT) -> dict:
     return tomllib.loads((root / "pyproject.toml").read_text())
 
@@ -170,7 +174,7 @@ def expected(root: pathlib.Path = ROOT) -> dict[str, tuple[str, str]]:
     stems = [nb["stem"] for nb in lab.get("notebooks", [])]
     checked = checked_on(root, stems)
     if not checked:
-        raise FactsError(f"No row of docs/torch-versions.json ran the registered notebooks ({len(stems)}) and "
+        raise NotYetChecked(f"No row of docs/torch-versions.json ran the registered notebooks ({len(stems)}) and "
                          "passed: run python tools/torch_matrix.py for each release before writing CHECKED_ON")
     if checked[0].split(".")[:2] != lab["minimum_torch"].split("."):
         raise FactsError(f"pyproject's [tool.lab] minimum_torch is {lab['minimum_torch']}, but the oldest release "
