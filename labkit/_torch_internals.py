@@ -437,36 +437,6 @@ def import_compiler() -> None:
     import torch._inductor.compile_fx  # noqa: F401
 
 
-def vec_isa_verdict_env() -> dict[str, str]:
-    """``{"TORCHINDUCTOR_VEC_ISA_OK": "1"}`` when every vector ISA this x86 CPU lists test-builds here, else ``{}``.
-
-    Inductor's first CPU compile in a process test-compiles a probe program per ISA (seconds each) into
-    its cache directory, so a child process with a fresh directory pays them again. Given this
-    process's verdict, a child on the same machine with the same compiler skips those probes:
-    ``vec_isa_ok=True`` trusts the CPU's list, which is then the list the probes gave here. Checks
-    here once if not done yet (``valid_vec_isa_list`` is cached per process). ``{}`` when a listed
-    ISA failed here, off x86, when ``TORCHINDUCTOR_VEC_ISA_OK`` or ``cpp.vec_isa_ok`` is already set
-    (the children inherit that), or when this torch lays it out differently.
-    """
-    try:
-        import platform
-
-        from torch._inductor import config as inductor_config
-        from torch._inductor import cpu_vec_isa
-
-        if "TORCHINDUCTOR_VEC_ISA_OK" in os.environ or inductor_config.cpp.vec_isa_ok is not None:
-            return {}
-        if platform.machine() not in ("x86_64", "AMD64"):
-            return {}
-        flags = cpu_vec_isa.x86_isa_checker()
-        listed = [isa for isa in cpu_vec_isa.supported_vec_isa_list
-                  if all(flag in flags for flag in str(isa).split())]
-        checked = cpu_vec_isa.valid_vec_isa_list()
-    except Exception:  # noqa: BLE001 - an optimisation only: without it the children check for themselves
-        return {}
-    return {"TORCHINDUCTOR_VEC_ISA_OK": "1"} if listed and checked == listed else {}
-
-
 def cache_counters() -> dict[str, int]:
     """Hits and misses of the FX-graph and AOTAutograd caches so far in this process."""
     from torch._dynamo.utils import counters

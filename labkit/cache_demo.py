@@ -10,9 +10,8 @@ second run gets a fresh compile or the first run's stale artifact.
 :func:`run_together` starts several such processes at once, so that their imports (seconds each)
 overlap; a run that shares its cache directory with an earlier one still compiles only after that
 one's process has exited (``--wait``: it imports, declares, then waits for the word ``go`` on stdin),
-exactly as if it had been started then. The processes reuse this one's verdict on which vector
-instruction sets the C++ compiler builds, instead of each test-compiling the same probe programs
-again (``_torch_internals.vec_isa_verdict_env``): the compiled code and the caches' behaviour are the same.
+exactly as if it had been started then. The demo's graph compiles no C++ (``torch.sort`` is handed to
+ATen), so a child with a fresh cache directory has no compiler checks to pay for.
 """
 
 from __future__ import annotations
@@ -80,10 +79,9 @@ def experiment(declare: str, policy: str, registration: str = "labkit", ready=No
     }
 
 
-def _start(declare: str, policy: str, cache_dir: str, registration: str, wait: bool,
-           extra_env: dict[str, str]) -> subprocess.Popen:
+def _start(declare: str, policy: str, cache_dir: str, registration: str, wait: bool) -> subprocess.Popen:
     """A fresh Python process running :func:`experiment` over ``cache_dir``; with ``wait``, it waits for 'go'."""
-    env = dict(os.environ, **extra_env, TORCHINDUCTOR_CACHE_DIR=cache_dir)
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache_dir)
     env.pop("TORCH_COMPILE_CACHE_KEY_TAG", None)
     return subprocess.Popen(
         [sys.executable, "-m", "labkit.cache_demo", "--declare", declare, "--policy", policy,
@@ -107,14 +105,12 @@ def run_together(*runs: tuple[str, str, str], timeout: float = 300, registration
     directory an earlier run also uses compiles only once that run's process has exited (its imports
     and declaration happen before, and touch no cache): to the caches it is as if it were started then.
     """
-    from labkit import _torch_internals as internals
-
-    started, last_over, isa_env = [], {}, internals.vec_isa_verdict_env()  # one verdict for all: it is in the key
+    started, last_over = [], {}
     try:
         for declare, policy, cache_dir in runs:
             where = os.path.realpath(cache_dir)
             after = last_over.get(where)
-            started.append((_start(declare, policy, cache_dir, registration, after is not None, isa_env), after))
+            started.append((_start(declare, policy, cache_dir, registration, after is not None), after))
             last_over[where] = len(started) - 1
         reports = []
         for process, after in started:  # in order: a run's predecessor has been reported, so it has exited

@@ -31,7 +31,7 @@ MARKERS = {
     "py-md": ("# <!-- BEGIN {name}: " + TAG + " -->", "# <!-- END {name} -->"),  # a percent source's markdown
     "py": ("# BEGIN {name}: " + TAG, "# END {name}"),
 }
-# The keys every [[tool.lab.notebooks]] entry needs (execution_note is optional).
+# The keys every [[tool.lab.notebooks]] entry needs.
 ENTRY = ("stem", "title", "idea", "short_idea", "minutes", "execution_s", "demo")
 NUMBER_WORDS = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen".split()
 
@@ -121,8 +121,7 @@ def readme_times(nbs: list[dict]) -> list[str]:
 def instructors_timings(nbs: list[dict]) -> list[str]:
     lines = ["", "| Notebook | Execution | Learner time | Demo live |", "|---|---|---|---|"]
     for nb in nbs:
-        note = f" ({nb['execution_note']})" if nb.get("execution_note") else ""
-        lines.append(f"| {nb['stem'][:2]} {nb['title']} | {nb['execution_s']} s{note} | {nb['minutes']} min "
+        lines.append(f"| {nb['stem'][:2]} {nb['title']} | {nb['execution_s']} s | {nb['minutes']} min "
                      f"| {nb['demo']} |")
     return lines + [""]
 

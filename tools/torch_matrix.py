@@ -19,6 +19,7 @@ whose notebooks all passed there (tests/test_env.py checks).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import fcntl
 import json
 import os
@@ -177,8 +178,10 @@ def notebook_results(junit: Path) -> dict[str, str]:
     return results
 
 
-def cold_dirs() -> tuple[str, str, dict[str, str]]:
-    """An empty Inductor cache directory, an empty working directory, and the environment that uses the first.
+@contextlib.contextmanager
+def cold_dirs():
+    """An empty working directory and an environment whose Inductor cache is another empty directory; both
+    are removed afterwards.
 
     The two are apart on purpose: Inductor names its cache's subfolders after hash prefixes (``z3``, ``ok``,
     ...), and a ``python -c`` started in that folder imports them as packages (a folder ``z3`` shadowed the
@@ -187,7 +190,11 @@ def cold_dirs() -> tuple[str, str, dict[str, str]]:
     work_dir = tempfile.mkdtemp(prefix="torch-matrix-run-")
     env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache_dir, PYTHONNOUSERSITE="1")
     env.pop("PYTHONPATH", None)
-    return cache_dir, work_dir, env
+    try:
+        yield work_dir, env
+    finally:
+        for folder in (cache_dir, work_dir):
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def run_probe(venv_python: str, env: dict[str, str], work_dir: str, log) -> dict:
@@ -206,11 +213,8 @@ def reprobe_row(row: dict, python: str, venv_root: Path) -> dict:
     venv = venv_for(row["torch"], python, row["colab"], venv_root)
     if not (venv / "bin" / "python").exists():
         raise SystemExit(f"no kept environment for the {row['row']} row at {venv}: run the row again instead")
-    cache_dir, work_dir, env = cold_dirs()
-    with open(row["log"], "a") as log:
+    with cold_dirs() as (work_dir, env), open(row["log"], "a") as log:
         behaviours = run_probe(str(venv / "bin" / "python"), env, work_dir, log)
-    for folder in (cache_dir, work_dir):
-        shutil.rmtree(folder, ignore_errors=True)
     print(f"[{row['row']}] probes again: {behaviours}", flush=True)
     return {**row, "behaviours": behaviours, "probed": f"{time.strftime('%Y-%m-%d')} ({current_commit()})"}
 
@@ -228,22 +232,20 @@ def run_row(label: str, torch_version: str, python: str, colab: bool, venv_root:
             return row
         venv_python = str(venv / "bin" / "python")
         row["torch_build"] = installed_torch(venv)
-        cache_dir, work_dir, env = cold_dirs()
-        junit = Path(work_dir) / "junit.xml"
-        notebooks = sorted(str(p) for p in (ROOT / "notebooks").glob("*.ipynb"))
-        print(f"[{label}] running {len(notebooks)} notebooks under nbval-lax (cold Inductor cache)", flush=True)
-        started = time.perf_counter()
-        sh([venv_python, "-m", "pytest", "--nbval-lax", "--nbval-current-env", "-p", "no:cacheprovider",
-            "-o", "addopts=", "-o", "junit_family=xunit1", "--rootdir", work_dir, f"--junitxml={junit}",
-            *notebooks], log, env=env, cwd=work_dir)
-        row["notebooks_s"] = round(time.perf_counter() - started)
-        row["notebooks"] = notebook_results(junit)
-        print(f"[{label}] probing behaviours", flush=True)
-        row["behaviours"] = run_probe(venv_python, env, work_dir, log)
-        passed = bool(row["notebooks"]) and all(v == "pass" for v in row["notebooks"].values())
-        row["result"] = "all notebooks pass" if passed else "notebooks fail"
-        for folder in (cache_dir, work_dir):
-            shutil.rmtree(folder, ignore_errors=True)
+        with cold_dirs() as (work_dir, env):
+            junit = Path(work_dir) / "junit.xml"
+            notebooks = sorted(str(p) for p in (ROOT / "notebooks").glob("*.ipynb"))
+            print(f"[{label}] running {len(notebooks)} notebooks under nbval-lax (cold Inductor cache)", flush=True)
+            started = time.perf_counter()
+            sh([venv_python, "-m", "pytest", "--nbval-lax", "--nbval-current-env", "-p", "no:cacheprovider",
+                "-o", "addopts=", "-o", "junit_family=xunit1", "--rootdir", work_dir, f"--junitxml={junit}",
+                *notebooks], log, env=env, cwd=work_dir)
+            row["notebooks_s"] = round(time.perf_counter() - started)
+            row["notebooks"] = notebook_results(junit)
+            print(f"[{label}] probing behaviours", flush=True)
+            row["behaviours"] = run_probe(venv_python, env, work_dir, log)
+            passed = bool(row["notebooks"]) and all(v == "pass" for v in row["notebooks"].values())
+            row["result"] = "all notebooks pass" if passed else "notebooks fail"
     if not keep:
         shutil.rmtree(venv, ignore_errors=True)
     print(f"[{label}] {row['result']}", flush=True)
