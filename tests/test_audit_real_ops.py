@@ -194,3 +194,97 @@ def test_audit_agrees_with_opcheck_on_pytorchs_own_custom_ops():
         if found != failed:
             disagreements.append(f"{info.name}: opcheck failed {sorted(failed)}, audit found {sorted(found)}\n{report}")
     assert not disagreements, "\n".join(disagreements)
+
+
+# --- 8. Broken ops: the failing cases of PyTorch's own opcheck tests --------------------------------
+# custom_op_db's ops all pass opcheck, so agreeing on them shows only that audit raises no false alarm.
+# These are the broken registrations of TestCustomOpTesting in PyTorch's test/test_custom_ops.py (a kernel
+# that writes or views undeclared, no or a wrong fake kernel, an aliased mutable return, autograd registered
+# at the backend key, a kernel with global state), written with Library.define as that test writes them.
+
+_BROKEN = torch.library.Library("t_broken", "FRAGMENT")
+
+
+def _below_autograd(op):
+    """Autograd for ``op`` as C++ kernels register it: the forward calls ``op`` below Autograd and ADInplaceOrView."""
+    below = torch._C.DispatchKeySet(torch._C.DispatchKey.ADInplaceOrView)
+
+    class Call(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            with torch._C._AutoDispatchBelowAutograd(), torch._C._ExcludeDispatchKeyGuard(below):
+                return op(x)
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad
+
+    return Call.apply
+
+
+def _broken(name, schema, kernel, fake=None, key="CPU", autograd=True):
+    _BROKEN.define(f"{name}{schema}")
+    op = getattr(torch.ops.t_broken, name).default
+    if autograd:
+        _BROKEN.impl(name, _below_autograd(op), "Autograd")
+    _BROKEN.impl(name, kernel, key)
+    if fake is not None:
+        _BROKEN.impl(name, fake, "Meta")
+    return op
+
+
+class _CloneAtBackend(torch.autograd.Function):  # its autograd runs below the Autograd key
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 0.5
+
+
+class _CountsCalls(torch.autograd.Function):  # each call returns a different result
+    calls = 0
+
+    @staticmethod
+    def forward(ctx, x):
+        _CountsCalls.calls += 1
+        return x.clone() * _CountsCalls.calls
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
+def _writes(x):
+    x.sin_()
+    return x.clone()
+
+
+BROKEN = {
+    "writes undeclared": lambda: _broken("writes", "(Tensor x) -> Tensor", _writes, fake=lambda x: x.clone()),
+    "views undeclared": lambda: _broken("views", "(Tensor x) -> Tensor", lambda x: x.view_as(x),
+                                        fake=lambda x: x.view_as(x)),
+    "no fake kernel": lambda: _broken("squares_numpy", "(Tensor x) -> Tensor",
+                                      lambda x: torch.tensor(x.detach().numpy() ** 2)),
+    "fake kernel of the wrong shape": lambda: _broken("squares", "(Tensor x) -> Tensor", lambda x: x ** 2,
+                                                      fake=lambda x: x.unsqueeze(1) ** 2),
+    "returns its mutated input": lambda: _broken("sin_", "(Tensor(a!) x) -> Tensor(a!)", lambda x: x.sin_(),
+                                                 fake=lambda x: x),
+    "autograd at the backend key": lambda: _broken("clone_at_cpu", "(Tensor x) -> Tensor", _CloneAtBackend.apply,
+                                                   fake=lambda x: x.clone(), autograd=False),
+    "global state": lambda: _broken("counts_calls", "(Tensor x) -> Tensor", _CountsCalls.apply,
+                                    key="CompositeImplicitAutograd", autograd=False),
+}
+
+
+@pytest.mark.parametrize("case", list(BROKEN))
+def test_audit_agrees_with_opcheck_on_the_broken_ops_of_pytorchs_opcheck_tests(case):
+    op = BROKEN[case]()
+    sample = lambda: torch.tensor([0.5, 1.0], requires_grad=True)  # noqa: E731 - a fresh input per run
+    failed = {test for test, outcome in checks.opcheck(op, (sample(),), kwargs={}).items() if outcome != "ok"}
+    report = audit(op, sample())
+    found = {f.check.removeprefix("opcheck:") for f in report.findings if f.check.startswith("opcheck:")}
+    assert failed, f"{case}: opcheck passes this broken op on torch {torch.__version__}"
+    assert found == failed, f"{case}: opcheck failed {sorted(failed)}, audit found {sorted(found)}\n{report}"
+    assert not report.ok and all(f.fix for f in report.findings), str(report)

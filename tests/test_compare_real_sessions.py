@@ -152,6 +152,37 @@ def test_module_attributes_and_buffers_are_restored_between_and_after_the_runs()
     assert torch.equal(total, torch.zeros(1)) and torch.equal(seen, torch.zeros(1))
 
 
+class Accumulator:  # a plain object, not a Module: its attributes are found through the global that holds it
+    def __init__(self):
+        self.count = 0
+        self.total = torch.zeros(1)
+
+
+accumulator = Accumulator()
+DOUBLE_WHEN_COMPILING = False
+
+
+def accumulate(x):
+    accumulator.count += 1
+    accumulator.total += x.sum() * (2.0 if DOUBLE_WHEN_COMPILING and compiling() else 1.0)
+    return x * accumulator.count
+
+
+def test_a_plain_objects_tensor_attribute_is_restored_and_a_real_difference_in_it_is_named():
+    global DOUBLE_WHEN_COMPILING
+    total = accumulator.total
+    assert compile_and_compare(accumulate, torch.ones(2)).verdict.agree
+    assert accumulator.count == 0 and accumulator.total is total and torch.equal(total, torch.zeros(1))
+    DOUBLE_WHEN_COMPILING = True
+    try:
+        report = compile_and_compare(accumulate, torch.ones(2))
+    finally:
+        DOUBLE_WHEN_COMPILING = False
+    assert report.verdict.problems == (
+        "accumulator.total differs afterwards: eager changed it, compiled changed it differently",), report.verdict
+    assert accumulator.total is total and torch.equal(total, torch.zeros(1))
+
+
 generator = torch.Generator().manual_seed(0)
 
 
