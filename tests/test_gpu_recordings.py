@@ -67,3 +67,18 @@ def test_a_fresh_gpu_run_prints_what_was_recorded(recording):
         assert _comparable(record_gpu.printed_text(cell)) == _comparable(recorded["output"]), (
             f"{cell.source.splitlines()[0]}: recorded on {data['device']}, torch {data['torch']}; "
             f"this run on {environment['device']}, torch {environment['torch']}")
+
+
+PENDING = sorted((ROOT / "tools").glob("gpu_pending*.patch"))
+
+
+@pytest.mark.parametrize("patch", PENDING, ids=lambda p: p.name)
+def test_a_patch_waiting_for_a_gpu_still_applies(patch):
+    """Edits to digest-covered cells wait in tools/gpu_pending*.patch for a session that can re-record
+    (docs/notebook-style.md says how). Once a change to main breaks one, it fails here, not on the GPU."""
+    import subprocess
+
+    done = subprocess.run(["git", "apply", "--check", str(patch)], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, (
+        f"{patch.name} no longer applies to this checkout: rebase it (git apply -3 {patch.name}, fix, "
+        f"git diff > {patch.name}).\n{done.stderr[-1500:]}")
