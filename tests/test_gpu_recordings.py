@@ -82,4 +82,5 @@ def test_a_patch_waiting_for_a_gpu_still_applies(patch):
     assert done.returncode == 0, (
         f"{patch.name} no longer applies to this checkout. Redo it in a scratch worktree: git worktree add "
         f"/tmp/redo && cd /tmp/redo && git apply -3 tools/{patch.name}, resolve the conflicts, then "
-        f"git diff HEAD -- tools/notebook_sources tests docs > <this checkout>/tools/{patch.name}.\n{done.stderr[-1500:]}")
+        f"git diff HEAD -- tools/notebook_sources tests docs > <this checkout>/tools/{patch.name}.\n"
+        f"{done.stderr[-1500:]}")
