@@ -51,6 +51,14 @@ __all__ = [
 ]
 
 
+class _Reported(dict):
+    """What setup() has just printed, as a dict: a notebook cell ending in ``labkit.setup()`` shows it once, as the
+    table above, not a second time as the cell's value."""
+
+    def _ipython_display_(self) -> None:
+        pass
+
+
 def setup(warm_inductor: bool = True) -> dict[str, str]:
     """The first cell of every notebook: report the environment and warm Inductor up.
 
@@ -67,4 +75,4 @@ def setup(warm_inductor: bool = True) -> dict[str, str]:
     print(cache.enable())
     if warm_inductor:
         warmup.run()
-    return info
+    return _Reported(info)

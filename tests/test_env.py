@@ -4,6 +4,7 @@ from pathlib import Path
 import pytest
 import torch
 
+import labkit
 from labkit import _torch_internals as internals
 from labkit import env, preflight, warmup
 from labkit.env import TorchTooOld, check_torch, torch_version
@@ -132,3 +133,13 @@ def test_too_old_torch_shows_as_one_sentence_in_jupyter():
         check_torch("2.10.0")
     assert caught.value._render_traceback_() == [f"TorchTooOld: {caught.value}"]
     assert "pip install" in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_setup_returns_its_report_as_a_dict_that_a_notebook_does_not_show_twice(capsys):
+    """A cell ending in labkit.setup() shows the printed table only, not the same facts again as the cell's value."""
+    from IPython.core.formatters import DisplayFormatter
+
+    info = labkit.setup(warm_inductor=False)
+    assert isinstance(info, dict) and info == labkit.env.report(), "setup() still returns the report, as a dict"
+    assert info["device"] in capsys.readouterr().out, "…after printing it"
+    assert DisplayFormatter().format(info) == ({}, {}), "IPython displays nothing for it as a cell's value"
