@@ -9,6 +9,7 @@ The core (UI-free, tested against real torch):
 * :mod:`labkit.naming`   — the one-name-or-two experiment under each cache policy.
 * :mod:`labkit.auditing` — ``labkit.audit(op, *inputs)``; :mod:`labkit.checks` — opcheck as data.
 * :mod:`labkit.env`      — device, versions, the too-old-torch gate.
+* :mod:`labkit.recordings` — GPU recordings and whether this kernel's code is the code that made them.
 
 Thin layers on top: :mod:`labkit.render` (text, HTML, pictures), :mod:`labkit.widgets`
 and :mod:`labkit.warmup`.
@@ -23,13 +24,13 @@ from .env import TorchTooOld, check_torch
 _version_note = check_torch()  # raises TorchTooOld, one sentence, on a torch that is too old
 
 # Importing labkit changes nothing in torch: the cache policy starts in setup() (cache.enable()).
-from . import auditing, cache, checks, env, exercises, experiments, naming, ops, stages, warmup  # noqa: E402
+from . import auditing, cache, checks, env, exercises, experiments, naming, ops, recordings, stages, warmup  # noqa: E402
 from .auditing import audit  # noqa: E402 - labkit.audit(op, *sample_inputs), as documented
 from .logs import torch_logs  # noqa: E402
 from .ops import (  # noqa: E402
     LabOpError, OpSpec, StaleOpError, declare, drop, drop_namespace, name_problem, scoped,
 )
-from .render import draw_fate, show, summary, text  # noqa: E402
+from .render import draw_fate, show, show_gpu_recording, summary, text  # noqa: E402
 from .stages import StageReport, TorchError, compile_and_compare  # noqa: E402
 
 # Imported on first use: ipywidgets is heavy, and the cache demo's subprocesses never need it.
@@ -46,6 +47,7 @@ __version__ = "0.1.0"
 __all__ = [
     "OpSpec", "declare", "drop", "drop_namespace", "scoped", "name_problem", "LabOpError", "StaleOpError",
     "compile_and_compare", "torch_logs", "StageReport", "TorchError", "show", "summary", "text", "draw_fate", "setup",
+    "show_gpu_recording", "recordings",
     "audit", "auditing", "cache", "cache_demo", "checks", "env", "exercises", "experiments", "naming", "ops", "render",
     "stages", "warmup", "widgets", "TorchTooOld", "check_torch",
 ]

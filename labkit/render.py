@@ -7,12 +7,11 @@ so the same report looks the same in a notebook, a widget, a test or a terminal.
 from __future__ import annotations
 
 import html
-import json
-import pathlib
 import re
 
 import torch
 
+from . import recordings
 from .stages import StageReport, split_qualname
 
 STAGES = (("dynamo", "Dynamo graph"), ("aot", "AOTAutograd graph"), ("inductor", "Inductor code"),
@@ -282,27 +281,96 @@ def draw_stages(report: StageReport, op_name: str | None = None, figsize=(11, 3.
     return fig
 
 
-GPU_RECORDINGS = pathlib.Path(__file__).with_name("gpu_recordings")
+DIFF_LINES = 12   # the plain-text view cuts a longer difference, and says how to see it whole
 
 
-def gpu_recording(notebook: str) -> str:
-    """What a notebook's GPU cells printed on a GPU machine, labelled as a recording.
+def _gpu_recording_parts(status: recordings.Status, lacks: str) -> tuple[list[str], list[str], list[str]]:
+    """(what the label says, what the recording printed, how the recorded code differs) for a GPU cell."""
+    said = [f"This kernel lacks {lacks}, so this cell did not run here."]
+    rec = status.recording
+    if status.kind == "none":
+        unreadable = recordings.problems()
+        return said + ["No GPU recording of this cell exists yet: what it shows is unverified until it runs on a "
+                       "GPU (a Colab GPU runtime will do)." + (f" ({'; '.join(unreadable)}.)" if unreadable else "")
+                       ], [], []
+    if status.kind == "current":
+        said.append(f"Recorded from this code on {rec.where()}, it printed:")
+    elif status.kind == "unchecked":
+        said.append(f"Recorded on {rec.where()}, but this kernel's code cannot be compared with the code it ran: "
+                    f"{'; '.join(status.changes)}. It printed:")
+    else:
+        said.append(f"Recorded on {rec.where()} for an earlier version of this code: since then, "
+                    f"{_and(status.changes)}. What that code printed:")
+    return said, rec.output.rstrip("\n").splitlines(), list(status.diff)
 
-    ``notebook`` is the notebook's file stem (``"09_gpu_kernels"``) or its number (``"09"``). A CPU
-    reader sees the GPU half of a lesson this way; the label keeps it from passing for this
-    kernel's output. Always returns text: a missing or unreadable recording is one sentence.
+
+def gpu_recording_text(status: recordings.Status, lacks: str = "a CUDA GPU and Triton") -> str:
+    """What a GPU cell shows in a kernel without a GPU: its recording, labelled with how it relates to this code.
+
+    Never passes a recording off as this kernel's output: the first line says the cell did not run here;
+    the second says which code the recording ran (this cell's, an earlier version's, or none yet).
     """
-    recorded = sorted(p.stem for p in GPU_RECORDINGS.glob("*.json"))
-    stem = next((r for r in recorded if isinstance(notebook, str) and notebook in (r, r[:2])), None)  # no paths
-    if stem is None:
-        return (f"No GPU recording of notebook {notebook!r} exists yet: its GPU cells are unverified "
-                f"(recorded: {', '.join(recorded) or 'none'}).")
-    try:
-        rec = json.loads((GPU_RECORDINGS / f"{stem}.json").read_text())
-        lines = [f"Recorded on {rec['device']}, torch {rec['torch']}, Triton {rec['triton']}, {rec['date']} "
-                 "(a recording, not this kernel's output):"]
-        for cell in rec["cells"]:
-            lines += [f"--- {cell['first_line'].removeprefix('# GPU cell: ')}", cell["output"].rstrip()]
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        return f"The GPU recording of {stem} cannot be read ({type(error).__name__}): reinstall labkit or re-record it."
+    said, printed, diff = _gpu_recording_parts(status, lacks)
+    lines = said + ["    " + line for line in printed]
+    if diff:
+        lines += ["How the recorded code differs (- recorded, + this kernel's):",
+                  *("    " + line for line in diff[:DIFF_LINES])]
+        if len(diff) > DIFF_LINES:
+            lines.append(f"    ... {len(diff) - DIFF_LINES} more lines: "
+                         f"labkit.recordings.load()[{status.title!r}].code has the recorded code whole.")
     return "\n".join(lines)
+
+
+def gpu_recording_html(status: recordings.Status, lacks: str = "a CUDA GPU and Triton") -> str:
+    """The same as :func:`gpu_recording_text`, with the code's difference folded away under a summary line."""
+    said, printed, diff = _gpu_recording_parts(status, lacks)
+    pre = "margin:0.3em 0 0.3em 1.5em;padding:0.4em;background:#f6f6f6;white-space:pre-wrap"
+    parts = ["<div class='lab-gpu-recording' style='border-left:3px solid #888;padding-left:0.6em'>",
+             *(f"<div>{html.escape(line)}</div>" for line in said)]
+    if printed:
+        parts.append(f"<pre style='{pre}'>{html.escape(chr(10).join(printed))}</pre>")
+    if diff:
+        changed = sum(1 for line in diff if line[:1] in "+-")
+        parts.append(f"<details><summary>How the recorded code differs ({changed} changed lines; - recorded, "
+                     f"+ this kernel's)</summary><pre style='{pre}'>{html.escape(chr(10).join(diff))}</pre></details>")
+    return "".join(parts + ["</div>"])
+
+
+def _and(phrases) -> str:
+    phrases = list(phrases)
+    return phrases[0] if len(phrases) == 1 else ", ".join(phrases[:-1]) + " and " + phrases[-1]
+
+
+class _GpuRecordingView:
+    """A GPU cell's recording as IPython shows it: HTML in a notebook, the plain text elsewhere."""
+
+    def __init__(self, status: recordings.Status, lacks: str):
+        self._status, self._lacks = status, lacks
+
+    def __repr__(self) -> str:
+        return gpu_recording_text(self._status, self._lacks)
+
+    def _repr_html_(self) -> str:
+        return gpu_recording_html(self._status, self._lacks)
+
+
+def show_gpu_recording(title: str | None = None) -> None:
+    """Show the running GPU cell's recording, labelled (the ``if not GPU:`` branch of every GPU cell).
+
+    ``title`` defaults to the running cell's ``# GPU cell: <title>`` line. Bad input gets one sentence.
+    """
+    try:
+        status = recordings.cell_status(title)
+    except ValueError as error:
+        print(error)
+        return
+    view = _GpuRecordingView(status, recordings.why_no_gpu())
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:
+        get_ipython = None
+    if get_ipython is not None and get_ipython() is not None:
+        display(view)
+    else:
+        print(repr(view))

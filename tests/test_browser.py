@@ -5,8 +5,8 @@ ships: binder/postBuild), run on a copy of the repository so that nothing is sav
 
 - First run: notebook 00 opened where ``./lab`` opens it, the file browser's top level, Run All: no
   cell may fail and no news pop-up may appear; a screenshot (the README shows it).
-- Notebook 09's GPU recording (§7), run in JupyterLab on this machine: the page shows what labkit's
-  ``render.gpu_recording`` says; a screenshot (the README shows it).
+- A GPU cell of notebook 09, run in JupyterLab on this machine after the cells it needs: the page shows the
+  recording with the label labkit gives it, the code's difference folded away; a screenshot (the README shows it).
 - Widgets: for each notebook with a widget, run its setup cell and its widget cell, then flip the
   widget's controls one at a time. After each flip the test reads the whole state back from the page,
   asks labkit's core, in this test process, what the view must say for that state, and waits until
@@ -67,7 +67,7 @@ if _missing():
 from playwright.sync_api import sync_playwright  # noqa: E402
 
 import labkit  # noqa: E402
-from labkit import render  # noqa: E402
+from labkit import recordings, render  # noqa: E402
 from labkit import widgets as lw  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "tools"))
@@ -414,23 +414,34 @@ def test_widget_in_jupyterlab_shows_what_the_core_computes(name, lab_url, browse
         labkit.drop_namespace(core.namespace)
 
 
-GPU_NOTEBOOK, GPU_RECORDING_CELL = "09_gpu_kernels", "labkit.render.gpu_recording("
+GPU_NOTEBOOK, GPU_CELL = "09_gpu_kernels", "CUDA graphs skip an op that mutates an input"
 
 
-def test_notebook_09_shows_its_gpu_recording_in_jupyterlab(lab_url, browser):
-    """§7 of notebook 09, run here: a CPU reader sees the H200's recording, labelled as one."""
+def test_a_gpu_cell_shows_its_recording_labelled_in_jupyterlab(lab_url, browser):
+    """A GPU cell of 09, run here after the cells it needs: a CPU reader sees the recording, labelled with how the
+    code it ran relates to this cell's (the status the stored notebook shows), and the difference folded away."""
+    import record_gpu
+
+    source = ROOT / "tools" / "notebook_sources" / f"{GPU_NOTEBOOK}.py"
+    cells = record_gpu.titled(source)
+    needed = recordings.closure(GPU_CELL, cells.get)
+    status = recordings.status(GPU_CELL, cells.get)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page = new_page(browser)
     try:
         open_notebook(page, lab_url, f"notebooks/{GPU_NOTEBOOK}.ipynb")
-        index = cell_index(page, GPU_RECORDING_CELL)
-        run(page, "notebook:run-cell", [index])
+        index = cell_index(page, recordings.GPU_CELL + GPU_CELL)
+        order = sorted(cell_index(page, needed[name].split("\n", 1)[0]) for name in needed)
+        run(page, "notebook:run-cell", order)
         assert page.evaluate(ERRORS) == [], "cells failed in JupyterLab"
         output = page.evaluate(f"(i) => {NOTEBOOK}.content.widgets[i].node.querySelector('.jp-OutputArea').innerText",
                                index)
-        assert words(output) == words(render.gpu_recording(GPU_NOTEBOOK))
-        # the section's heading (the cell before) down to the recording, scrolled to the top of the panel,
-        # the file browser folded away (the recording's lines are long); laid out after two frames
+        label, printed, diff = render._gpu_recording_parts(status, recordings.why_no_gpu())
+        assert words(" ".join(label + printed)) in words(output), "the label and the recorded output, as labkit says"
+        assert ("How the recorded code differs" in output) == bool(diff), "the difference is offered where there is one"
+        assert not any(line in output for line in diff if line[:1] in "+-"), "and folded away until asked for"
+        # the cell's prose (the cell before) down to its output, scrolled to the top of the panel, the file
+        # browser folded away; laid out after two frames
         clip = page.evaluate(f"""async (i) => {{
             const nb = {NOTEBOOK}, heading = nb.content.widgets[i - 1].node, cell = nb.content.widgets[i].node;
             window.jupyterapp.shell.collapseLeft();

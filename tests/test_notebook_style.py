@@ -24,20 +24,6 @@ MAX_LINES = 20
 DECLARES = {"custom_op", "triton_op", "declare", "scoped", "OpSpec", "define", "impl", "register_fake",
             "register_kernel", "register_autograd", "register_torch_dispatch", "register_vmap"}
 NAMESPACES = {"Library", "_scoped_library"}
-# Cells that may break a rule, with the reason. Each one must still break a rule: when it complies,
-# drop it from here. The code cells of 05 and 09 up to their last "# GPU cell" are covered by the digests of
-# their GPU recordings, labkit/gpu_recordings/*.json (tests/test_gpu_recordings.py): editing one makes the
-# recording stale, so they wait for a session with a GPU (python tools/record_gpu.py 05 09).
-# test_frozen_cells_are_gpu_recorded checks that nothing else can hide here.
-GPU_RECORDED = "digest-covered by labkit/gpu_recordings/: fix it when re-recording on a GPU"
-FROZEN = {
-    **{("05_dce_and_dynamic_shapes", i): GPU_RECORDED for i in (4, 6, 8, 12, 13, 15, 17, 19, 22, 24, 26, 27, 29,
-                                                                30, 32)},
-    **{("09_gpu_kernels", i): GPU_RECORDED for i in (3, 6, 8, 10, 11, 13, 15, 16, 18, 20, 21)},
-}
-# Notebooks written before the guide and not yet converted: each must still break a rule, so the set only
-# shrinks. All are converted (the guide's exceptions are FROZEN).
-PENDING = set()
 
 
 def code_cells(path):
@@ -104,51 +90,19 @@ def cell_problems(source, number):
     return found
 
 
-def problems(path, frozen=None):
+def problems(path):
     """One sentence per broken rule: notebook, cell, line, the problem and its fix."""
-    frozen = FROZEN if frozen is None else frozen
     out, number = [], path.name[:2]
     for index, marker, source in code_cells(path):
         found = cell_problems(source, number)
-        if (path.stem, index) in frozen:
-            if not found:
-                out.append(f"{path.name} cell {index} (line {marker}): frozen ({frozen[(path.stem, index)]}) "
-                           f"but it complies now: drop it from FROZEN in tests/test_notebook_style.py")
-            continue
         out += [f"{path.name} cell {index}, line {marker + line}: {what}; fix: {fix}" for line, what, fix in found]
     return out
 
 
 def test_every_converted_notebook_source_follows_the_style_guide():
     assert SOURCES, "no notebook sources found"
-    found = [problem for path in SOURCES if path.stem not in PENDING for problem in problems(path)]
+    found = [problem for path in SOURCES for problem in problems(path)]
     assert not found, "docs/notebook-style.md:\n" + "\n".join(found)
-
-
-def test_pending_notebooks_exist_and_still_need_converting():
-    names = {path.stem for path in SOURCES}
-    assert PENDING <= names, f"PENDING names notebooks with no source: {sorted(PENDING - names)}"
-    done = [path.stem for path in SOURCES if path.stem in PENDING and not problems(path)]
-    assert not done, f"{done} follow the guide now: drop them from PENDING in tests/test_notebook_style.py"
-
-
-def test_frozen_cells_exist():
-    names = {path.stem for path in SOURCES}
-    for name, index in FROZEN:
-        assert name in names, f"FROZEN names {name}, which has no source"
-        path = next(p for p in SOURCES if p.stem == name)
-        assert index in {i for i, _, _ in code_cells(path)}, f"FROZEN names {name} cell {index}, not a code cell"
-
-
-def test_frozen_cells_are_gpu_recorded():
-    """A cell may be FROZEN only where a GPU recording's digest covers it: at or before its notebook's last
-    GPU cell, in a notebook with a recording."""
-    recorded = {path.stem for path in (ROOT / "labkit" / "gpu_recordings").glob("*.json")}
-    for name, index in FROZEN:
-        assert name in recorded, f"FROZEN names {name}, which has no GPU recording"
-        path = next(p for p in SOURCES if p.stem == name)
-        last_gpu = max(i for i, _, source in code_cells(path) if source.startswith("# GPU cell"))
-        assert index <= last_gpu, f"FROZEN names {name} cell {index}, after its last GPU cell ({last_gpu})"
 
 
 BAD = '''# %% [markdown]
@@ -177,7 +131,7 @@ assert fine, "one claim"
 def test_each_rule_fires_on_a_bad_source(tmp_path):
     path = tmp_path / "42_bad.py"
     path.write_text(BAD)
-    found = problems(path, frozen={})
+    found = problems(path)
     text = "\n".join(found)
     assert "'mylib'" in text, text
     assert "'elsewhere'" in text, text
@@ -188,13 +142,3 @@ def test_each_rule_fires_on_a_bad_source(tmp_path):
     assert "42_bad.py cell 1, line 17: (c) an assert that chains claims" in text, text
     assert "42_bad.py cell 2, line 21: (d) a code cell of 21 lines" in text, text
     assert len(found) == 7, text
-
-
-def test_a_frozen_cell_that_complies_is_reported(tmp_path):
-    path = tmp_path / "42_bad.py"
-    path.write_text(BAD)
-    frozen = {("42_bad", 1): "a reason", ("42_bad", 2): "a reason"}
-    assert problems(path, frozen) == [], "frozen cells that break rules are exempt"
-    path.write_text(BAD.replace("torch._dynamo.reset()\n", "").replace("x = 1\n" * (MAX_LINES + 1), "x = 1\n"))
-    found = problems(path, {("42_bad", 2): "a reason"})
-    assert any("cell 2" in p and "complies now" in p for p in found), found

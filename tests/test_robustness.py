@@ -11,22 +11,6 @@ NOTEBOOKS = [ROOT / "notebooks" / f"{source.stem}.ipynb"
              for source in sorted((ROOT / "tools" / "notebook_sources").glob("[0-9][0-9]_*.py"))]
 
 
-# Notebook 09 does not call labkit.setup(), and its cell "FX graph cache hash details" asserts that the key's
-# cache_key_tag is empty: true in its own kernel, false after any notebook whose labkit.setup() wrote its
-# fingerprint there (08 -> 09 fails as 11 -> 09 does). That cell is frozen until 09 is re-recorded on a GPU
-# (tests/test_notebook_style.py FROZEN); until then this test hands 09 torch's own cache policy, as a kernel of
-# its own would, and only while the over-specific assert is still there.
-OVER_SPECIFIC = 'line.endswith("cache_key_tag: ")'
-BEFORE_09 = "import labkit; labkit.cache.set_policy('default')"
-
-
-def _before(path: pathlib.Path) -> list:
-    """The cells to run before a notebook's own (none, but for 09 while its over-specific assert stands)."""
-    source = ROOT / "tools" / "notebook_sources" / f"{path.stem}.py"
-    needed = path.stem.startswith("09_") and OVER_SPECIFIC in source.read_text()
-    return [nbformat.v4.new_code_cell(BEFORE_09)] if needed else []
-
-
 def _errors(cell) -> list[str]:
     return [f"{o['ename']}: {o['evalue']}" for o in cell.get("outputs", []) if o.get("output_type") == "error"]
 
@@ -44,9 +28,8 @@ def test_all_notebooks_in_one_kernel_in_reverse_order_each_run_twice():
     problems = []
     with client.setup_kernel():
         for path, nb in zip(reversed(NOTEBOOKS), notebooks):
-            before = _before(path)
             for attempt in ("first run", "second run"):
-                for index, cell in [(-1, cell) for cell in before] + list(enumerate(nb.cells)):
+                for index, cell in enumerate(nb.cells):
                     if cell.cell_type != "code":
                         continue
                     cell = nbformat.from_dict(dict(cell, outputs=[]))

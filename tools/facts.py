@@ -3,7 +3,8 @@
 The registry is pyproject.toml: ``[tool.lab]`` (the notebooks, one ``[[tool.lab.notebooks]]`` each, and
 the torch range) and ``[project] version``. A fact measured by a tool is read from that tool's output,
 never retyped: ``CHECKED_ON`` is the releases whose rows pass in docs/torch-versions.json
-(``tools/torch_matrix.py``'s ``checked_on``).
+(``tools/torch_matrix.py``'s ``checked_on``), and README's GPU table is read from docs/gpu-runs/*.json
+(``tools/gpu_runs.py``).
 
 Each generated region sits between a BEGIN and an END marker line naming it (``REGIONS``); two facts live
 on a line that cannot hold a marker (pyproject's dependency list, ``labkit.__version__``) and are rewritten
@@ -24,6 +25,8 @@ except ImportError:  # Python 3.10
     import tomli as tomllib
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+import gpu_runs  # noqa: E402  (docs/gpu-runs/: which notebooks ran on a GPU)
 TAG = "generated from pyproject.toml [tool.lab] by tools/build_notebooks.py --facts: do not edit"
 # How a marker line is written in each kind of file: (begin, end) around the region's name.
 MARKERS = {
@@ -136,7 +139,8 @@ def regions(project: dict, checked: list[str]) -> dict[str, list[tuple[str, str,
             ("torch-range", "md", ["", f"**torch >= {lab['minimum_torch']}: every notebook passes on torch "
                                        f"{', '.join(checked)}.**", ""]),
             ("notebooks", "md", ["", *readme_notebooks(lab, nbs), ""]),
-            ("times", "md", readme_times(nbs))],
+            ("times", "md", readme_times(nbs)),
+            ("gpu-runs", "md", ["", *gpu_runs.table(ROOT), ""])],
         "tools/notebook_sources/00_start_here.py": [("map", "py-md", map_cell(nbs))],
         "INSTRUCTORS.md": [("timings", "md", instructors_timings(nbs))],
         "labkit/_torch_internals.py": [("checked-on", "py", [f"CHECKED_ON = ({quoted})"])],

@@ -1,28 +1,31 @@
 """Record what a notebook's GPU cells print on a machine with CUDA and Triton.
 
-    python tools/record_gpu.py 05 09                    # writes labkit/gpu_recordings/<notebook>.json
-    python tools/record_gpu.py 09 --into /tmp/new       # writes there instead (compare before replacing)
+    python tools/record_gpu.py                          # every notebook with GPU cells, into labkit/gpu_recordings/
+    python tools/record_gpu.py 09 --into /tmp/new       # writes there instead (gpu_check.sh does this)
     python tools/record_gpu.py 09 --executed /tmp/runs  # also keeps each executed notebook, failed or not
+    python tools/record_gpu.py --status                 # on any machine: each GPU cell against its recording
 
-A *GPU cell* is a code cell whose first line is ``# GPU cell: <what it shows>``. The notebook is built from its
-source in tools/notebook_sources/ and executed in a fresh kernel, as nbval would; the text each GPU cell
-printed is stored with the device, the torch and Triton versions (read inside that kernel) and the date,
-so that a notebook can show it labelled "recorded on <device>, torch <version>, <date>" — never as its
-own output. Each GPU cell's digest covers every code cell up to and including it: a recording is stale
-once anything it ran has changed, not only the cell itself.
+A *GPU cell* is a code cell whose first line is ``# GPU cell: <title>``; its second line may declare what it
+needs, ``# needs: <title>; <title>``, naming ``# GPU setup: <title>`` cells or earlier GPU cells
+(labkit/recordings.py). The notebook is built from its source in tools/notebook_sources/ and executed in a
+fresh kernel, as nbval would; each GPU cell's printed text is stored with the code it ran (the cell and,
+transitively, what it needs), the device, the torch and Triton versions (read inside that kernel), labkit's
+version and commit, and the date. A notebook shows a recording only through ``labkit.show_gpu_recording()``,
+labelled with how it relates to the code the reader's kernel ran: never as that kernel's output.
 
-Without CUDA and Triton there is nothing true to record: the tool says so in one sentence and
-exits with status 1, and it refuses to keep a run in which a GPU cell printed its "skipped" line.
+Without CUDA and Triton there is nothing true to record: the tool says so in one sentence and exits with
+status 1, and it refuses to keep a run in which a GPU cell did not run.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
+import datetime
 import importlib.util
 import json
 import os
 import pathlib
+import subprocess
 import sys
 import tempfile
 
@@ -34,47 +37,63 @@ sys.path.insert(0, str(ROOT / "tools"))
 import build_notebooks  # noqa: E402  (a sibling tool, not a package)
 
 sys.path.insert(0, str(ROOT))
-from labkit.render import GPU_RECORDINGS  # noqa: E402  (where labkit reads them from)
+from labkit import recordings  # noqa: E402  (the format, and how a notebook reads it)
 
-RECORDINGS = GPU_RECORDINGS          # inside labkit, as package data: Colab has them too
-MARKER = "# GPU cell"
+RECORDINGS = recordings.FOLDER        # inside labkit, as package data: Colab has them too
 ENV_MARK = "@@gpu-recording-environment@@"
 # Appended to the notebook before it runs: the kernel itself says what it ran on.
 ENVIRONMENT_CELL = f"""
-import datetime as _dt, importlib.util as _iu, json as _json, torch as _torch
+import datetime as _dt, importlib.util as _iu, json as _json, torch as _torch, labkit as _labkit
 print({ENV_MARK!r} + _json.dumps({{
     "device": _torch.cuda.get_device_name(0) if _torch.cuda.is_available() else None,
     "torch": _torch.__version__,
     "triton": __import__("triton").__version__ if _iu.find_spec("triton") else None,
+    "labkit": _labkit.__version__,
     "date": _dt.date.today().isoformat()}}))
 """
 
 
-def is_gpu_cell(cell) -> bool:
-    return cell.cell_type == "code" and cell.source.startswith(MARKER)
+def code_cells(source: pathlib.Path) -> list[str]:
+    return [cell.source.rstrip("\n") for cell in build_notebooks.source_cells(source) if cell.cell_type == "code"]
 
 
-def gpu_cells_with_digests(source: pathlib.Path) -> list[tuple]:
-    """Each GPU cell of a notebook source, in order, with the digest of every code cell up to it."""
-    running, found = hashlib.sha256(), []
-    for cell in build_notebooks.source_cells(source):
-        if cell.cell_type != "code":
-            continue
-        running.update(cell.source.encode() + b"\0")
-        if is_gpu_cell(cell):
-            found.append((cell, running.copy().hexdigest()[:16]))
-    return found
+def gpu_cells(source: pathlib.Path) -> list[str]:
+    """The sources of a notebook's GPU cells, in order."""
+    return [code for code in code_cells(source) if recordings.is_gpu_cell(code)]
 
 
-def gpu_cells(source: pathlib.Path) -> list:
-    """The GPU cells of a notebook source, in order."""
-    return [cell for cell, _ in gpu_cells_with_digests(source)]
+def titled(source: pathlib.Path) -> dict[str, str]:
+    """{title: source} of a notebook's GPU cells and GPU setup cells."""
+    return {recordings.title(code): code for code in code_cells(source) if recordings.title(code) is not None}
+
+
+def source_status(source: pathlib.Path, found: dict | None = None) -> list[recordings.Status]:
+    """Each GPU cell of a notebook source against its recording: what a Run All of that source shows."""
+    cells = titled(source)
+    return [recordings.status(recordings.title(code), cells.get, found) for code in gpu_cells(source)]
 
 
 def printed_text(cell) -> str:
-    """What a cell printed (stream output), which is what a recording keeps."""
-    return "".join(output.get("text", "") for output in cell.get("outputs", [])
-                   if output.get("output_type") == "stream" and output.get("name") == "stdout")
+    """What a cell printed or displayed, as text (stdout, and the plain text of what it displayed), in order."""
+    parts = []
+    for output in cell.get("outputs", []):
+        if output.get("output_type") == "stream" and output.get("name") == "stdout":
+            parts.append(output.get("text", ""))
+        elif output.get("output_type") in ("display_data", "execute_result"):
+            parts.append(output.get("data", {}).get("text/plain", "") + "\n")
+    return "".join(parts)
+
+
+def commit() -> str | None:
+    """The checkout's commit, with "+changes" when tracked files differ from it; None outside git."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head + ("+changes" if dirty else "")
 
 
 def run(source: pathlib.Path, timeout: int = 600, keep_in: pathlib.Path | None = None) -> tuple[list, dict]:
@@ -94,24 +113,34 @@ def run(source: pathlib.Path, timeout: int = 600, keep_in: pathlib.Path | None =
             nbformat.write(nb, keep_in / f"{source.stem}.ipynb")
     printed = printed_text(nb.cells.pop())
     environment = json.loads(printed[printed.index(ENV_MARK) + len(ENV_MARK):])
-    return [cell for cell in nb.cells if is_gpu_cell(cell)], environment
+    return [cell for cell in nb.cells if cell.cell_type == "code" and recordings.is_gpu_cell(cell.source)], \
+        environment
 
 
-def record(source: pathlib.Path, into: pathlib.Path = RECORDINGS, keep_in: pathlib.Path | None = None) -> pathlib.Path:
-    cells, environment = run(source, keep_in=keep_in)
-    skipped = [cell.source.splitlines()[0] for cell in cells if printed_text(cell).startswith("skipped")]
-    if skipped or environment["device"] is None:
-        raise RuntimeError(f"the kernel ran without a GPU ({skipped[0] if skipped else 'no CUDA'}): not recorded")
-    digests = [digest for _, digest in gpu_cells_with_digests(source)]
-    recording = {**environment, "notebook": source.stem,
-                 "cells": [{"digest": digest, "first_line": cell.source.splitlines()[0], "output": printed_text(cell)}
-                           for cell, digest in zip(cells, digests, strict=True)]}
+def recording_of(source: pathlib.Path, outputs: dict[str, str], environment: dict) -> dict:
+    """The JSON of a notebook's recording: each GPU cell's output with the code it ran (labkit/recordings.py)."""
+    cells = titled(source)
+    return {"format": recordings.FORMAT, "notebook": source.stem, **environment,
+            "cells": [{"title": name, "output": outputs[name], "code": recordings.closure(name, cells.get)}
+                      for name in (recordings.title(code) for code in gpu_cells(source))]}
+
+
+def write(recording: dict, into: pathlib.Path) -> pathlib.Path:
     into.mkdir(parents=True, exist_ok=True)
-    target = into / f"{source.stem}.json"
+    target = into / f"{recording['notebook']}.json"
     with tempfile.NamedTemporaryFile("w", dir=into, suffix=".tmp", delete=False) as handle:
         handle.write(json.dumps(recording, indent=1) + "\n")
     os.replace(handle.name, target)       # readers (a notebook running beside this) never see half a file
     return target
+
+
+def record(source: pathlib.Path, into: pathlib.Path = RECORDINGS, keep_in: pathlib.Path | None = None) -> pathlib.Path:
+    cells, environment = run(source, keep_in=keep_in)
+    skipped = [cell.source.splitlines()[0] for cell in cells if "so this cell did not run here" in printed_text(cell)]
+    if skipped or environment["device"] is None:
+        raise RuntimeError(f"the kernel ran without a GPU ({skipped[0] if skipped else 'no CUDA'}): not recorded")
+    outputs = {recordings.title(cell.source): printed_text(cell) for cell in cells}
+    return write(recording_of(source, outputs, {**environment, "commit": commit()}), into)
 
 
 def gpu_ready() -> str | None:
@@ -125,12 +154,29 @@ def gpu_ready() -> str | None:
     return None
 
 
+def print_status() -> int:
+    """Each GPU cell of the lab against its recording; 0 always (a status is information, not a failure)."""
+    found = recordings.load()
+    for source in build_notebooks.all_sources():
+        for cell in source_status(source, found):
+            when = f" ({cell.recording.environment.get('date')})" if cell.recording else ""
+            print(f"{source.stem[:2]} {cell.kind:<9} {cell.title}{when}"
+                  + (f": {'; '.join(cell.changes)}" if cell.changes else ""))
+    for problem in recordings.problems():
+        print(problem)
+    print(f"(checked {datetime.date.today().isoformat()}; re-record on a GPU: bash tools/gpu_check.sh)")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("notebooks", nargs="*", help="two-digit numbers (05 09); all with GPU cells when none")
     parser.add_argument("--into", type=pathlib.Path, default=RECORDINGS, help="where to write the recordings")
     parser.add_argument("--executed", type=pathlib.Path, help="keep each executed notebook in this folder")
+    parser.add_argument("--status", action="store_true", help="print each GPU cell's status; records nothing")
     args = parser.parse_args(argv)
+    if args.status:
+        return print_status()
     with_gpu_cells = [source for source in build_notebooks.all_sources() if gpu_cells(source)]
     chosen = [source for source in with_gpu_cells if not args.notebooks or source.stem[:2] in args.notebooks]
     if not chosen:

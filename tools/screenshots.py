@@ -38,7 +38,7 @@ SOURCES = "tools/notebook_sources"
 WIDGET_CODE = ("labkit/widgets.py", "labkit/render.py", "labkit/experiments.py", "labkit/naming.py")
 
 # Picture -> what it shows: whole files ("path"), or the cells of a notebook source that contain a
-# string and the cell just before it ("path::string": a widget's cell, or §7 of notebook 09 and its heading).
+# string and the cell just before it ("path::string": a widget's cell, or a GPU cell of notebook 09 and its prose).
 SHOWS = {
     # notebook 00 from its top after Run All: its source and what labkit.setup() prints
     "first-run.png": (f"{SOURCES}/00_start_here.py", "labkit/__init__.py", "labkit/env.py", "labkit/warmup.py"),
@@ -47,8 +47,8 @@ SHOWS = {
     "dynamic-lab.png": (f'{SOURCES}/05_dce_and_dynamic_shapes.py::DynamicLab(namespace="nb05w"', *WIDGET_CODE),
     "data-dependent-lab.png": (f'{SOURCES}/07_data_dependent_shapes.py::DynamicLab(namespace="nb07w"',
                                *WIDGET_CODE),
-    "09_gpu_recording.png": (f"{SOURCES}/09_gpu_kernels.py::labkit.render.gpu_recording(",
-                             "labkit/gpu_recordings/09_gpu_kernels.json", "labkit/render.py"),
+    "09_gpu_recording.png": (f"{SOURCES}/09_gpu_kernels.py::# GPU cell: CUDA graphs skip an op that mutates an input",
+                             "labkit/gpu_recordings/09_gpu_kernels.json", "labkit/render.py", "labkit/recordings.py"),
 }
 # The picture that shows JupyterLab's file browser (its listing is recorded and checked too).
 FILE_BROWSER_PICTURE = "first-run.png"

@@ -16,7 +16,6 @@
 # %%
 # NBVAL_IGNORE_OUTPUT
 import contextlib
-import gc
 import hashlib
 import io
 import shutil
@@ -330,13 +329,10 @@ def doubled(x):
     return twice(x) * 2
 
 # %% [markdown]
-# `compile_and_run` compiles afresh after a reset, and reports the outcome with the FX-graph cache hits. It first
-# collects Python's garbage: an old op registration freed in the middle of the demo could change the process's
-# declarations, and with them labkit's key.
+# `compile_and_run` compiles afresh after a reset, and reports the outcome with the FX-graph cache hits:
 
 # %%
 def compile_and_run(fn, x):
-    gc.collect()
     torch.compiler.reset()
     before = labkit.cache.counters()
     try:

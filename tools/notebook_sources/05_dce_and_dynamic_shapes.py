@@ -10,17 +10,14 @@
 # - torch's own tools for it: `set_logs`/`TORCH_LOGS` and `torch._dynamo.explain`.
 #
 # **Time:** about 30 minutes. **Before:** 00–02. Runs on the CPU, and on the GPU when one is present. Outputs
-# recorded on torch 2.13.0 (CPU); what section 4's GPU cell printed on a GPU is shown beside it, as a recording.
+# recorded on torch 2.13.0 (CPU); without a GPU, section 4's GPU cell shows what it printed on one, labelled.
 #
 # **labkit vs plain torch.** `labkit.compile_and_compare` runs a function eagerly and compiled (default
 # `backend="aot_eager"`, `dynamic=False`, `fullgraph=False`, caches bypassed) and counts real kernel calls. Where a
 # lesson is about torch, the notebook writes the op with `@torch.library.custom_op` and compiles with plain
 # `torch.compile` next to it.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
-import importlib.util
-
+# %% tags=["nbval-ignore-output"]
 import torch
 
 import labkit
@@ -28,7 +25,6 @@ import labkit
 labkit.setup()
 dropped = labkit.drop_namespace("nb05")
 device = labkit.env.pick_device()
-GPU = device.type == "cuda" and importlib.util.find_spec("triton") is not None   # Inductor's GPU code needs Triton
 result_unused = labkit.experiments.discards_result   # f(x): op(x); return x + 1 — op's result unused
 
 # %% [markdown]
@@ -47,9 +43,12 @@ for backend, fate in fates.items():
     print(f"{backend:<10} {fate}")
 
 # %%
-assert fates["eager"] == {"dynamo": True, "aot": None, "inductor": None, "ran": True}   # Dynamo keeps every call
-assert fates["aot_eager"]["aot"] is False and fates["aot_eager"]["ran"] is False        # AOTAutograd removes it
-assert fates["inductor"]["inductor"] is False and fates["inductor"]["ran"] is False
+assert fates["eager"] == {"dynamo": True, "aot": None, "inductor": None, "ran": True}, \
+    "eager: Dynamo keeps every call, and the op runs"
+assert fates["aot_eager"]["aot"] is False, "aot_eager: AOTAutograd removes the op"
+assert fates["aot_eager"]["ran"] is False, "aot_eager: the op's kernel does not run"
+assert fates["inductor"]["inductor"] is False, "inductor: the op is not in Inductor's graph"
+assert fates["inductor"]["ran"] is False, "inductor: the op's kernel does not run"
 
 # %% [markdown]
 # In each fate, `True` means the op is present at that stage, `False` that it is gone, and `None` that the backend
@@ -63,7 +62,8 @@ assert fates["inductor"]["inductor"] is False and fates["inductor"]["ran"] is Fa
 # %%
 import torch._inductor.config as inductor_config
 print("inductor config: dce =", inductor_config.dce, "| use_dce =", inductor_config.use_dce)
-assert inductor_config.dce is False and inductor_config.use_dce is True
+assert inductor_config.dce is False, "Inductor's FX dead-code pass is off by default"
+assert inductor_config.use_dce is True, "Inductor's scheduler dead-code pass is on by default"
 
 # %% [markdown]
 # ## 2. The question torch asks — of each graph node
@@ -73,43 +73,54 @@ assert inductor_config.dce is False and inductor_config.use_dce is True
 # **graph node**, and after AOTAutograd has functionalized the program your op is not always its own node: a
 # mutating op becomes an `auto_functionalized_v2` node, an effectful op a `with_effects` node.
 #
-# Four ops in plain torch, each with a kernel that counts its calls:
+# Four ops in plain torch, each with a kernel that counts its calls. First, one that mutates its input and one
+# that draws random numbers:
 
 # %%
-from torch._library.effects import EffectType   # a private module: see "effects" below
-
+# GPU setup: ran and count
 ran = {}
 def count(name):
     ran[name] = ran.get(name, 0) + 1
 
-@torch.library.custom_op("mylib::bump_", mutates_args=("x",))
+# %%
+from torch._library.effects import EffectType   # a private module: see "effects" below
+
+@torch.library.custom_op("nb05::bump_", mutates_args=("x",))
 def bump_(x: torch.Tensor) -> None:
     count("bump_")
     x.add_(1)
 
 bump_.register_fake(lambda x: None)               # a fake kernel: nothing to return
 
-@torch.library.custom_op("mylib::noise", mutates_args=(), tags=(torch.Tag.nondeterministic_seeded,))
+@torch.library.custom_op("nb05::noise", mutates_args=(), tags=(torch.Tag.nondeterministic_seeded,))
 def noise(x: torch.Tensor) -> torch.Tensor:
     count("noise")
     return torch.rand_like(x)
 
 noise.register_fake(lambda x: torch.empty_like(x))
 
-@torch.library.custom_op("mylib::log_stats", mutates_args=())
+# %% [markdown]
+# Two more, whose only job is a side effect: one registers an *effect*, the other is marked with `has_side_effect`:
+
+# %%
+import gc
+
+@torch.library.custom_op("nb05::log_stats", mutates_args=())
 def log_stats(x: torch.Tensor) -> None:
     count("log_stats")          # imagine: writes x.mean() to a log file
 
 log_stats.register_fake(lambda x: None)
 log_stats.register_effect(EffectType.ORDERED)     # CustomOpDef.register_effect: no docstring in 2.13
 
-@torch.library.custom_op("mylib::legacy_log", mutates_args=())
+@torch.library.custom_op("nb05::legacy_log", mutates_args=())
 def legacy_log(x: torch.Tensor) -> None:
     count("legacy_log")
 
 legacy_log.register_fake(lambda x: None)
-
-_ = torch.fx.node.has_side_effect(torch.ops.mylib.legacy_log.default)   # experimental, see below
+# has_side_effect marks one OpOverload object; when a re-run's replaced op is collected, torch.ops drops its
+# cached overload and hands out a new, unmarked one: so collect first, then mark the one torch.ops gives now.
+gc.collect()
+_ = torch.fx.node.has_side_effect(torch.ops.nb05.legacy_log.default)   # experimental, see below
 
 # %% [markdown]
 # And five programs that throw every result away. Each returns `y + 1`, so nothing the program returns reads what
@@ -147,12 +158,7 @@ def has_side_effect_registered(x, y):
 # %%
 import logging
 import re
-
 from torch._dynamo.backends.common import aot_autograd
-
-
-torch_logs = labkit.torch_logs   # torch._logging.set_logs(**settings), its stderr caught (notebook 00's recipe)
-
 
 def aot_graph(fn, *args, fullgraph=True):
     """Compile fn with an AOTAutograd backend; return its forward graphs, the names of the nodes DCE erased (every
@@ -162,22 +168,27 @@ def aot_graph(fn, *args, fullgraph=True):
         graphs.append(gm)
         return gm
     backend = aot_autograd(fw_compiler=keep, keep_inference_input_mutations=True)
-    torch._dynamo.reset()
+    torch.compiler.reset()
     ran.clear()
     with torch._functorch.config.patch(enable_autograd_cache=False), \
-            torch_logs(modules={"torch.fx.graph": logging.INFO}) as log:
+            labkit.torch_logs(modules={"torch.fx.graph": logging.INFO}) as log:   # set_logs, its stderr caught
         torch.compile(fn, backend=backend, fullgraph=fullgraph)(*args)
     erased = {name for line in log.getvalue().splitlines() if "dead code eliminated" in line
               for name in re.findall(r"'(\w+)'", line)}
     return graphs, sorted(erased), dict(ran)
 
+# %% [markdown]
+# Each program through that backend: did the kernel run, which nodes did DCE erase, and what does `is_impure()` say
+# of each node left in the graph?
+
+# %%
+import inspect
+assert "keep_inference_input_mutations=True" in inspect.getsource(torch._inductor.compile_fx), \
+    "Inductor compiles with keep_inference_input_mutations=True"
 
 PROGRAMS = [mutates_an_input, mutates_a_dead_temporary, random_result_unused, effect_registered,
             has_side_effect_registered]
 seen = {}
-import inspect
-assert "keep_inference_input_mutations=True" in inspect.getsource(torch._inductor.compile_fx)   # Inductor's choice
-
 for program in PROGRAMS:
     fw_graphs, erased, calls = aot_graph(program, torch.zeros(3), torch.zeros(3))
     nodes = [node for node in fw_graphs[0].graph.nodes if node.op == "call_function"]
@@ -189,14 +200,20 @@ for program in PROGRAMS:
     print(f"{'':<27} left in the graph (node: is_impure): {seen[program.__name__]['nodes']}")
 
 # %%
-assert seen["mutates_an_input"]["kernel_ran"] and seen["mutates_an_input"]["nodes"]["auto_functionalized_v2"] is False
-assert seen["mutates_an_input"]["nodes"]["copy_"] is True                  # the write into x is what is impure
-assert not seen["mutates_a_dead_temporary"]["kernel_ran"]
-assert "auto_functionalized_v2" in seen["mutates_a_dead_temporary"]["erased"]
-assert not seen["random_result_unused"]["kernel_ran"] and seen["random_result_unused"]["erased"] == ["noise"]
-assert seen["effect_registered"]["kernel_ran"] and seen["effect_registered"]["nodes"]["with_effects"] is False
-assert seen["effect_registered"]["outputs"][0] == "getitem"               # the new token is a graph output
-assert seen["has_side_effect_registered"]["nodes"]["legacy_log"] is True
+assert seen["mutates_an_input"]["kernel_ran"], "a mutated input: the kernel runs"
+assert seen["mutates_an_input"]["nodes"]["auto_functionalized_v2"] is False, \
+    "a mutated input: the auto_functionalized_v2 node is not impure"
+assert seen["mutates_an_input"]["nodes"]["copy_"] is True, "a mutated input: the write into x is what is impure"
+assert not seen["mutates_a_dead_temporary"]["kernel_ran"], "a dead temporary: the kernel does not run"
+assert "auto_functionalized_v2" in seen["mutates_a_dead_temporary"]["erased"], \
+    "a dead temporary: DCE erased its auto_functionalized_v2 node"
+assert not seen["random_result_unused"]["kernel_ran"], "a random op: the kernel does not run"
+assert seen["random_result_unused"]["erased"] == ["noise"], "a random op: DCE erased the op's own node"
+assert seen["effect_registered"]["kernel_ran"], "an effect: the kernel runs"
+assert seen["effect_registered"]["nodes"]["with_effects"] is False, "an effect: the with_effects node is not impure"
+assert seen["effect_registered"]["outputs"][0] == "getitem", "an effect: the new token is a graph output"
+assert seen["has_side_effect_registered"]["nodes"]["legacy_log"] is True, \
+    "has_side_effect: the op's own node is impure"
 
 # %% [markdown]
 # Read the table node by node:
@@ -218,7 +235,8 @@ assert seen["has_side_effect_registered"]["nodes"]["legacy_log"] is True
 with inductor_config.patch(fallback_random=True):
     fw_graphs, erased, calls = aot_graph(random_result_unused, torch.zeros(3), torch.zeros(3))
 print("fallback_random=True:", "kernel ran" if calls else "removed", "| erased:", erased or "-")
-assert calls == {"noise": 1} and "noise" not in erased
+assert calls == {"noise": 1}, "fallback_random=True: the random op's kernel runs"
+assert "noise" not in erased, "fallback_random=True: DCE does not erase the random op"
 
 # %% [markdown]
 # ### Effects and `has_side_effect` are not stable APIs
@@ -228,10 +246,24 @@ assert calls == {"noise": 1} and "noise" not in erased
 # `torch.fx.node.has_side_effect`'s docstring calls it experimental and asks new operators to use effects:
 
 # %%
-assert "please do not add to this set" in torch.fx.node.has_side_effect.__doc__
-assert "experimental and is *NOT* backward-compatible" in torch.fx.node.has_side_effect.__doc__
-assert torch._library.custom_ops.CustomOpDef.register_effect.__doc__ is None
-assert hasattr(torch.library, "_register_effectful_op") and not hasattr(torch.library, "register_effectful_op")
+assert "please do not add to this set" in torch.fx.node.has_side_effect.__doc__, \
+    "has_side_effect's docstring asks new operators not to use it"
+assert "experimental and is *NOT* backward-compatible" in torch.fx.node.has_side_effect.__doc__, \
+    "has_side_effect's docstring calls it experimental"
+assert torch._library.custom_ops.CustomOpDef.register_effect.__doc__ is None, "register_effect has no docstring"
+assert hasattr(torch.library, "_register_effectful_op"), "the function form is torch.library._register_effectful_op"
+assert not hasattr(torch.library, "register_effectful_op"), "the function form has no public name"
+
+# %% [markdown]
+# `has_side_effect` marks the `OpOverload` *object* it is given, not the op's name: the cell that defines
+# `legacy_log` says why it collects garbage before it marks. After a collection, the op is still kept:
+
+# %%
+gc.collect()
+fw_graphs, erased, calls = aot_graph(has_side_effect_registered, torch.zeros(3), torch.zeros(3))
+after_gc = {node.name: node.is_impure() for node in fw_graphs[0].graph.nodes if node.op == "call_function"}
+print("after gc.collect():", after_gc, "| kernel calls:", calls)
+assert after_gc.get("legacy_log") is True, "after gc.collect(), legacy_log's node is still impure: the op is kept"
 
 # %% [markdown]
 # A side effect inside the op's *Python body* counts for nothing: a custom op is opaque to the compiler. labkit's
@@ -242,7 +274,7 @@ hidden = labkit.declare(name="nb05::hidden", returns="none")
 hidden_fate = labkit.compile_and_compare(result_unused(hidden), torch.ones(4, device=device),
                                          backend="inductor").fate("nb05::hidden")
 print(hidden_fate)
-assert hidden_fate["ran"] is False
+assert hidden_fate["ran"] is False, "a side effect in the op's Python body does not keep the op"
 
 # %% [markdown]
 # ## 3. Static and dynamic shapes
@@ -264,11 +296,14 @@ for mode, report in graphs.items():
     print(f"dynamic={str(mode):<5} graphs per call {report.graphs_per_call}  built for sizes {sizes}")
 
 # %%
-assert graphs[False].graphs_per_call == [1, 1, 1]
-assert graphs[True].graphs_per_call == [1, 0, 0]
-assert graphs[None].graphs_per_call == [1, 1, 0] and graphs[None].recompiles == 1
-assert graphs[None].dynamo_graphs[1].input_shapes[-1].startswith("[s")   # a symbolic size
-assert not any(report.fate("nb05::pure")["ran"] for report in graphs.values())   # removed under every mode
+assert graphs[False].graphs_per_call == [1, 1, 1], "dynamic=False: one graph per new shape"
+assert graphs[True].graphs_per_call == [1, 0, 0], "dynamic=True: one graph for the three sizes"
+assert graphs[None].graphs_per_call == [1, 1, 0], "dynamic=None: static first, then one symbolic graph"
+assert graphs[None].recompiles == 1, "dynamic=None: one recompile"
+assert graphs[None].dynamo_graphs[1].input_shapes[-1].startswith("[s"), \
+    "dynamic=None: the second graph's size is symbolic"
+assert not any(report.fate("nb05::pure")["ran"] for report in graphs.values()), \
+    "the unused op is removed under every mode"
 
 # %% [markdown]
 # A symbolic size prints as `s` and a number, e.g. `[s77]`. The number is a name torch picks (it depends on where
@@ -283,7 +318,9 @@ assert not any(report.fate("nb05::pure")["ran"] for report in graphs.values())  
 # torch for a fresh, unknown size with `torch.library.get_ctx().new_dynamic_size()` (an *unbacked* symbolic size):
 
 # %%
-@torch.library.custom_op("mylib::positives", mutates_args=())
+# GPU setup: positives
+# needs: ran and count
+@torch.library.custom_op("nb05::positives", mutates_args=())
 def positives(x: torch.Tensor) -> torch.Tensor:
     count("positives")
     return x[x > 0].clone()
@@ -308,12 +345,12 @@ def dynamo_graphs(fn, x, **compile_options):
     def recording(gm, example_inputs):
         graphs.append([str(node.target) for node in gm.graph.nodes if node.op in ("call_function", "call_method")])
         return gm.forward
-    torch._dynamo.reset()
+    torch.compiler.reset()
     ran.clear()
     torch.compile(fn, backend=recording, **compile_options)(x)
     return graphs, ran.get("positives", 0)
 
-assert "capture_dynamic_output_shape_ops" in torch.compile.__doc__
+assert "capture_dynamic_output_shape_ops" in torch.compile.__doc__, "torch.compile's docstring names the flag"
 x = torch.tensor([1.0, -2.0, 3.0, -4.0])
 capture = {"fullgraph=False": dynamo_graphs(sums_positives, x, fullgraph=False),
            "fullgraph=True": dynamo_graphs(sums_positives, x, fullgraph=True)}
@@ -324,20 +361,24 @@ for setting, (graph_list, kernel_calls) in capture.items():
 
 # %%
 graph_list, kernel_calls = capture["fullgraph=False"]
-assert kernel_calls == 1 and not any("mylib.positives" in t for g in graph_list for t in g)   # ran eagerly
+assert kernel_calls == 1, "fullgraph=False: the kernel runs once"
+assert not any("nb05.positives" in t for g in graph_list for t in g), "fullgraph=False: in no graph: it ran eagerly"
 for setting in ("fullgraph=True", "fullgraph=False + capture flag"):
     graph_list, kernel_calls = capture[setting]
-    assert len(graph_list) == 1 and "mylib.positives.default" in graph_list[0]          # captured
-    assert "aten._assert_scalar.default" in graph_list[0]
+    assert len(graph_list) == 1, f"{setting}: one graph, no break"
+    assert "nb05.positives.default" in graph_list[0], f"{setting}: the op is captured in the graph"
+    assert "aten._assert_scalar.default" in graph_list[0], f"{setting}: the graph checks the size with _assert_scalar"
 
 # %% [markdown]
 # Captured, the op brings company: `sym_size` reads its unbacked size, and `_assert_scalar` checks at run time
 # what torch assumed about it (a size is `>= 0`). `_assert_scalar` is side-effectful — it must run to check — so
-# it is never dead code. Now throw the result away, next to a shape-following op (`mylib::double`) whose result is
+# it is never dead code. Now throw the result away, next to a shape-following op (`nb05::double`) whose result is
 # thrown away too:
 
 # %%
-@torch.library.custom_op("mylib::double", mutates_args=())
+# GPU setup: double and discards_both
+# needs: ran and count; positives
+@torch.library.custom_op("nb05::double", mutates_args=())
 def double(x: torch.Tensor) -> torch.Tensor:
     count("double")
     return x * 2
@@ -349,6 +390,7 @@ def discards_both(x, y):
     double(x)
     return y + 1
 
+# %%
 dd = {}
 for fullgraph in (True, False):
     fw_graphs, erased, calls = aot_graph(discards_both, x, torch.zeros(2), fullgraph=fullgraph)
@@ -359,37 +401,46 @@ for fullgraph in (True, False):
           f"{'':<16}left: {dd[fullgraph]['kept']}")
 
 # %%
-assert dd[True]["calls"] == {"positives": 1}                                   # unused, yet it ran compiled
-assert "mylib.positives.default" in dd[True]["kept"] and "aten._assert_scalar.default" in dd[True]["impure"]
-assert "double" in dd[True]["erased"]                                           # the shape-following op: removed
-assert dd[False]["calls"] == {"positives": 1} and "mylib.positives.default" not in dd[False]["kept"]  # eager
-assert "double" in dd[False]["erased"]
+assert dd[True]["calls"] == {"positives": 1}, "fullgraph=True: unused, yet the kernel ran compiled"
+assert "nb05.positives.default" in dd[True]["kept"], "fullgraph=True: the op is kept in the graph"
+assert "aten._assert_scalar.default" in dd[True]["impure"], "fullgraph=True: _assert_scalar is impure"
+assert "double" in dd[True]["erased"], "fullgraph=True: the shape-following op is removed"
+assert dd[False]["calls"] == {"positives": 1}, "fullgraph=False: the kernel runs once"
+assert "nb05.positives.default" not in dd[False]["kept"], "fullgraph=False: the op is in no graph: it ran eagerly"
+assert "double" in dd[False]["erased"], "fullgraph=False: the shape-following op is removed"
 
 # %% [markdown]
 # The graphs above were AOTAutograd's, on the CPU. Does any of it change on a GPU, where Inductor writes Triton
 # code? The cell below counts real kernel calls for both ops on CUDA, one call under each `fullgraph` setting and
-# each `dynamic` setting. Without a GPU it prints one line, and the cell after it shows what it printed on one (a
-# recording, labelled as such):
+# each `dynamic` setting. Without a GPU it shows what it printed on one (a recording, labelled as such). First,
+# does this kernel have what Inductor's GPU code needs?
+
+# %%
+# GPU setup: 05's GPU flag
+import importlib.util
+
+GPU = torch.cuda.is_available() and importlib.util.find_spec("triton") is not None   # Inductor's GPU code needs Triton
+print("CUDA and Triton here:", GPU)
 
 # %%
 # GPU cell: the same unused ops on CUDA, compiled by Inductor, under every dynamic mode
+# needs: 05's GPU flag; double and discards_both
 if not GPU:
-    print("skipped: needs CUDA and Triton (this kernel has neither); what a GPU printed is below.")
+    labkit.show_gpu_recording()
 else:
-    x_cuda, y_cuda = x.to("cuda"), torch.zeros(2, device="cuda")
+    x_cuda, y_cuda = torch.tensor([1.0, -2.0, 3.0, -4.0], device="cuda"), torch.zeros(2, device="cuda")
     on_cuda = {}
     for fullgraph in (True, False):
         for dynamic in (False, True, None):
-            torch._dynamo.reset()
+            torch.compiler.reset()
             ran.clear()
             out = torch.compile(discards_both, fullgraph=fullgraph, dynamic=dynamic)(x_cuda, y_cuda)
             on_cuda[fullgraph, dynamic] = dict(ran)
             print(f"fullgraph={fullgraph!s:<5} dynamic={dynamic!s:<5} kernel calls {dict(ran)}")
-    assert out.device.type == "cuda" and out.tolist() == [1.0, 1.0]
-    assert all(kernel_calls == {"positives": 1} for kernel_calls in on_cuda.values())   # double removed everywhere
-
-# %%
-print(labkit.render.gpu_recording("05_dce_and_dynamic_shapes"))
+    assert out.device.type == "cuda", "the result is on the GPU"
+    assert out.tolist() == [1.0, 1.0], "the result is right"
+    assert all(kernel_calls == {"positives": 1} for kernel_calls in on_cuda.values()), \
+        "every setting: positives runs once, double is removed"
 
 # %% [markdown]
 # So on torch 2.13, for an unused op:
@@ -423,7 +474,7 @@ if hasattr(torch._dynamo.config, "do_not_emit_runtime_asserts"):
     left = [str(n.target) for g in fw_graphs for n in g.graph.nodes if n.op == "call_function"]
     print(f"no runtime asserts: kernel calls {calls}; left: {left}")
     assert calls == {}, "no runtime asserts: the unused data-dependent op's kernel never runs"
-    assert "mylib.positives.default" not in left, "no runtime asserts: the op is not in the graph"
+    assert "nb05.positives.default" not in left, "no runtime asserts: the op is not in the graph"
     assert "positives" in erased, "no runtime asserts: DCE erased the op"
     assert "aten._assert_scalar.default" not in left, "no runtime asserts: no _assert_scalar in the graph"
 else:

@@ -14,19 +14,19 @@
 # **Time:** about 20 minutes. **Before:** 02 · `mutates_args`. **Needs:** a CPU is enough for the
 # sections marked *CPU*; the cells marked *GPU* need CUDA and Triton and say so in one line otherwise.
 #
-# **Where the GPU outputs come from.** The stored outputs are from torch 2.13.0 on a CPU, where each GPU cell
-# prints one "skipped" line. The GPU cells ran, and passed, on an NVIDIA H200 with torch 2.11.0+cu130 and
-# Triton 3.6.0 on 2026-11-30; §7 shows what they printed there, labelled as a recording. With a GPU, they run
-# here and print their own.
+# **Without a GPU**, each GPU cell shows what it printed on one, labelled with the machine, the torch it ran and
+# whether the code it ran is the code you see (or an earlier version of it). With a GPU, it runs here.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
+# GPU setup: 09 imports
 import contextlib
 import importlib.util
 import logging
 
 import torch
 from torch import Tensor
+
+import labkit   # only to show the GPU cells' recordings on a machine without a GPU
 
 HAS_TRITON = importlib.util.find_spec("triton") is not None
 GPU = torch.cuda.is_available() and HAS_TRITON
@@ -41,15 +41,15 @@ if GPU:
 # below collects the same messages from the logger that emits them, so a cell can assert on them.
 
 # %%
+# GPU setup: logged
+# needs: 09 imports
 @contextlib.contextmanager
 def logged(logger_name, level=logging.DEBUG):
     """Collect what one of torch's loggers emits inside the block, without printing it."""
     messages = []
-
     class Keep(logging.Handler):
         def emit(self, record):
             messages.append(record.getMessage())
-
     logger, handler = logging.getLogger(logger_name), Keep(level)
     old_level, old_propagate = logger.level, logger.propagate
     logger.setLevel(level)
@@ -62,13 +62,19 @@ def logged(logger_name, level=logging.DEBUG):
         logger.setLevel(old_level)
         logger.propagate = old_propagate
 
+# %% [markdown]
+# Two helpers on top of it: `inductor_code` compiles a function with Inductor and returns the code that
+# `TORCH_LOGS=output_code` would show; `calls` picks out the lines of that code that contain a text.
 
+# %%
+# GPU setup: inductor_code
+# needs: 09 imports; logged
 OUTPUT_CODE = "torch._inductor.codecache.__output_code"    # what TORCH_LOGS=output_code shows
 
 
 def inductor_code(fn, *args, **compile_options):
     """Compile fn with Inductor (fresh: no cached artifact), run it once, return its generated code."""
-    torch._dynamo.reset()
+    torch.compiler.reset()
     with torch._inductor.config.patch(fx_graph_cache=False), \
             torch._functorch.config.patch(enable_autograd_cache=False), logged(OUTPUT_CODE) as messages:
         torch.compile(fn, **compile_options)(*args)
@@ -84,8 +90,7 @@ def calls(code, text):
 #
 # A `custom_op` is a black box to Inductor: it fuses the code around it, but the op itself becomes one
 # call, `torch.ops.<namespace>.<name>.default(...)`, to whatever kernel you registered. Here the kernel
-# is plain torch on the CPU; with a Triton kernel inside it would be the same call. (The cell's second check, on
-# the text `x * 2`, cannot fail; the end of §4 checks that Inductor does not compile the body, against a control.)
+# is plain torch on the CPU; with a Triton kernel inside it would be the same call.
 
 # %%
 @torch.library.custom_op("nb09::scale", mutates_args=())
@@ -104,9 +109,24 @@ def scaled_plus_one(x):
 code = inductor_code(scaled_plus_one, torch.ones(4))
 print("\n".join(calls(code, "nb09")))
 
+# %% [markdown]
+# And the body, `x * 2`, is not in that code. Looking for that text would prove nothing: Inductor writes a
+# multiplication it compiles in code of its own, so the text is missing even then. What does show it: Inductor
+# names each kernel it generates after the aten ops it fused. A control, the same function with the body written
+# inline, gets a kernel named with `mul`; with the opaque op, Inductor's only kernel is the `add`, and the
+# multiplication happens inside the op's call.
+
 # %%
-assert calls(code, "torch.ops.nb09.scale.default(")          # one opaque call, by name
-assert "x * 2" not in code                                    # the kernel's body is not in the code
+inline_code = inductor_code(lambda x: x * 2 + 1, torch.ones(4))     # the control: no custom op
+kernels = {"inline": calls(inline_code, "_fused_"), "custom op": calls(code, "_fused_")}
+print("\n".join(f"{name}: {lines[-1]}" for name, lines in kernels.items()))
+
+# %%
+assert calls(code, "torch.ops.nb09.scale.default("), "the op is one opaque call, by name"
+assert "x * 2" not in inline_code, "the control's code lacks the text x * 2 too: looking for it proves nothing"
+assert any("_fused_add_mul" in line for line in kernels["inline"]), "the control: Inductor compiles x * 2 itself"
+assert kernels["custom op"], "§1's code has a kernel of Inductor's own (the add)"
+assert not any("mul" in line for line in kernels["custom op"]), "§1's code has no mul kernel: the body is not in it"
 print("checked: the op is an opaque call; its body is not in Inductor's code.")
 
 # %% [markdown]
@@ -118,12 +138,14 @@ print("checked: the op is an opaque call; its body is not in Inductor's code.")
 # source into its own generated code. The same kernel launched from inside a plain `custom_op` stays
 # an opaque call, as in §1.
 #
-# Both ops below launch the same `add_kernel`. The cell runs only with CUDA and Triton.
+# Both ops below launch the same `add_kernel`. The cells run only with CUDA and Triton. First the kernel, and the
+# `triton_op` that launches it through `wrap_triton`:
 
 # %%
-# GPU cell: triton_op vs custom_op in Inductor's code
+# GPU cell: add_visible, a triton_op
+# needs: 09 imports
 if not GPU:
-    print("skipped: needs CUDA and Triton (this kernel has neither); §7 shows what a GPU printed.")
+    labkit.show_gpu_recording()
 else:
     @triton.jit
     def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
@@ -138,6 +160,17 @@ else:
         torch.library.wrap_triton(add_kernel)[(triton.cdiv(out.numel(), 256),)](x, y, out, out.numel(), BLOCK=256)
         return out
 
+    print("defined: add_kernel, and nb09::add_visible (a triton_op)")
+
+# %% [markdown]
+# Then the same kernel, launched directly from inside a plain `custom_op`:
+
+# %%
+# GPU cell: add_opaque, a custom_op
+# needs: 09 imports; add_visible, a triton_op
+if not GPU:
+    labkit.show_gpu_recording()
+else:
     @torch.library.custom_op("nb09::add_opaque", mutates_args=())
     def add_opaque(x: Tensor, y: Tensor) -> Tensor:
         out = torch.empty_like(x)
@@ -148,14 +181,28 @@ else:
     def _(x, y):
         return torch.empty_like(x)
 
+    print("defined: nb09::add_opaque (a custom_op)")
+
+# %% [markdown]
+# Each op in a compiled function, and what Inductor's code says of it:
+
+# %%
+# GPU cell: triton_op vs custom_op in Inductor's code
+# needs: add_visible, a triton_op; add_opaque, a custom_op; inductor_code
+if not GPU:
+    labkit.show_gpu_recording()
+else:
     a, b = torch.ones(1000, device="cuda"), torch.ones(1000, device="cuda")
     visible = inductor_code(lambda x, y: add_visible(x, y) * 3, a, b)
     opaque = inductor_code(lambda x, y: add_opaque(x, y) * 3, a, b)
     print("triton_op:", calls(visible, "async_compile.triton('add_kernel'"), calls(visible, "def add_kernel("))
     print("custom_op:", calls(opaque, "torch.ops.nb09.add_opaque.default("))
-    assert "def add_kernel(" in visible and not calls(visible, "torch.ops.nb09.add_visible")
-    assert calls(opaque, "torch.ops.nb09.add_opaque.default(") and "def add_kernel(" not in opaque
-    assert torch.equal(torch.compile(lambda x, y: add_visible(x, y) * 3)(a, b), torch.full_like(a, 6.0))
+    assert "def add_kernel(" in visible, "triton_op: the kernel's source is in Inductor's code"
+    assert not calls(visible, "torch.ops.nb09.add_visible"), "triton_op: Inductor's code does not call the op"
+    assert calls(opaque, "torch.ops.nb09.add_opaque.default("), "custom_op: one opaque call, by name"
+    assert "def add_kernel(" not in opaque, "custom_op: the kernel's source is not in Inductor's code"
+    assert torch.equal(torch.compile(lambda x, y: add_visible(x, y) * 3)(a, b), torch.full_like(a, 6.0)), \
+        "triton_op, compiled: (1 + 1) * 3 = 6"
 
 # %% [markdown]
 # ## 3. What the cache key contains *(CPU, and GPU for the Triton half)*
@@ -168,12 +215,11 @@ else:
 # the key — and neither is anything else that is not in the graph's text (notebook 04: the
 # `mutates_args` of #187319 changes the artifact but not the key).
 #
-# With `TORCH_LOGS="+inductor"` torch prints these details, one line each; here they are collected. (Whether
-# the body is in the key is checked at the end of §4, by changing the body; the `x * 2` check below only looks for
-# the source text.)
+# With `TORCH_LOGS="+inductor"` torch prints these details, one line each; here they are collected for §1's
+# function:
 
 # %%
-torch._dynamo.reset()
+torch.compiler.reset()
 with torch._inductor.config.patch(fx_graph_cache=True), \
         torch._functorch.config.patch(enable_autograd_cache=False), \
         logged("torch._inductor.codecache") as messages:
@@ -189,167 +235,24 @@ import inspect
 
 TORCH = tuple(int(part) for part in torch.__version__.split("+")[0].split(".")[:2])
 if details is not None:                                         # torch 2.11 and 2.13 (checked)
-    assert "torch.ops.nb09.scale.default" in details            # the op's name is in the key...
-    assert "x * 2" not in details                               # ...its kernel's body is not
-    assert any(line.endswith("cache_key_tag: ") for line in details.splitlines())
+    assert "torch.ops.nb09.scale.default" in details, "the op's name is in the key"
+    assert any(line.split("] ", 1)[-1].startswith("cache_key_tag:") for line in details.splitlines()), \
+        "the key has a cache_key_tag line (its value is whatever tag this kernel set, if any)"
 else:
-    assert TORCH >= (2, 15)                                     # 2.15.0 moved the details to the structured trace
-assert "user_defined_triton_source" in inspect.getsource(torch._inductor.codecache.FxGraphHashDetails)
-print("checked: name in the key, kernel body not; the key has a slot for Triton sources.")
+    assert TORCH >= (2, 15), "only from torch 2.15.0 are the details in the structured trace, not in this log"
+assert "user_defined_triton_source" in inspect.getsource(torch._inductor.codecache.FxGraphHashDetails), \
+    "the key has a slot for Triton sources"
+print("checked: the op's name and a cache_key_tag slot in the key; a slot for Triton sources.")
 
 # %% [markdown]
-# On a GPU the same log, for the `triton_op` of §2, contains the kernel's source text:
+# The kernel's body is not in the key. To see it, give a fresh op a new kernel for the same name
+# (`register_kernel("cpu", …)`) and compile the same function again: a cache *hit*, so the key did not change — and
+# the new kernel runs, because the artifact calls the op by name. (That is harmless here; notebook 04 shows the same
+# blindness to a changed *declaration*, which is not.)
 
 # %%
-# GPU cell: the Triton source in the cache key
-if not GPU:
-    print("skipped: needs CUDA and Triton (this kernel has neither); §7 shows what a GPU printed.")
-else:
-    torch._dynamo.reset()
-    with torch._inductor.config.patch(fx_graph_cache=True), \
-            torch._functorch.config.patch(enable_autograd_cache=False), \
-            logged("torch._inductor.codecache") as messages:
-        torch.compile(lambda x, y: add_visible(x, y) * 3)(a, b)
-    details = next(m for m in messages if m.startswith("FX graph cache hash details"))
-    source_lines = [line for line in details.splitlines() if "user_defined_triton_source" in line]
-    print(source_lines[0].split("] ", 1)[1][:120])          # after the "[hash] " prefix
-    assert "tl.store(out_ptr + offsets" in source_lines[0]
-
-# %% [markdown]
-# ## 4. CUDA graphs and an op that mutates its input *(CPU for the mechanism, GPU for the reason)*
-#
-# `torch.compile(mode="reduce-overhead")` records the compiled graph as a CUDA graph and replays it.
-# A replay reuses the same memory, so Inductor refuses graphs it cannot replay safely and says why,
-# in a warning on the `cudagraphs` log (`TORCH_LOGS=cudagraphs`) beginning "skipping cudagraphs due to",
-# and counts it in `torch._dynamo.utils.counters["inductor"]["cudagraph_skips"]`. On a CPU every graph
-# is skipped: torch counts the skip but logs no reason (the reason is only logged for CUDA graphs).
-
-# %%
-@torch.library.custom_op("nb09::double_", mutates_args={"x"})
-def double_(x: Tensor) -> None:
-    x.mul_(2)
-
-
-def step(x):
-    double_(x)
-    return x + 1
-
 import torch._dynamo.utils
 
-CUDAGRAPHS = "torch._inductor.cudagraph_utils.__cudagraphs"     # what TORCH_LOGS=cudagraphs shows
-torch._dynamo.reset()
-torch._dynamo.utils.counters.clear()
-with logged(CUDAGRAPHS, logging.WARNING) as skips:
-    result = torch.compile(step, mode="reduce-overhead")(torch.ones(3))
-print("cudagraph skips counted:", torch._dynamo.utils.counters["inductor"]["cudagraph_skips"], "| logged:", skips)
-
-# %%
-assert torch._dynamo.utils.counters["inductor"]["cudagraph_skips"] == 1 and skips == []
-assert result.tolist() == [3.0, 3.0, 3.0]
-print("checked: on a CPU the graph ran without a CUDA graph; one skip counted, none logged.")
-
-# %% [markdown]
-# On a GPU the reason for the same op is **"mutated inputs"**: `double_` writes into `x`, a tensor the
-# caller owns, and a replayed CUDA graph writes only into memory it manages.
-
-# %%
-# GPU cell: CUDA graphs skip an op that mutates an input
-if not GPU:
-    print("skipped: needs CUDA and Triton (this kernel has neither); §7 shows what a GPU printed.")
-else:
-    torch._dynamo.reset()
-    with logged(CUDAGRAPHS, logging.WARNING) as skips:
-        compiled = torch.compile(step, mode="reduce-overhead")
-        x = torch.ones(3, device="cuda")
-        compiled(x), compiled(x)
-    print([message.splitlines()[0] for message in skips])      # the first line; the rest is a stack trace
-    assert any(s.startswith("skipping cudagraphs due to mutated inputs") for s in skips)
-    assert x.tolist() == [4.0, 4.0, 4.0]                   # both calls ran, eagerly-correct
-
-# %% [markdown]
-# An op that can never be captured — it synchronises with the host, or allocates data-dependent
-# memory — says so with `tags=(torch.Tag.cudagraph_unsafe,)` (a tuple: torch 2.11 takes no single tag). On a GPU
-# (the cell after next; §7 shows what an H200 printed with torch 2.11), Inductor split this graph into two
-# **partitions** at the tagged op — `partition_0` and `partition_1` in its code, the op's call beside them — and
-# skipped nothing: no "skipping cudagraphs" message, a skip count of 0, and three replays with the right values.
-# Keeping such an op out of the captured pieces is what partitioning (`torch._inductor.config.graph_partition`) is
-# for; the cell shows the split and the skip count, not where each piece runs.
-
-# %%
-@torch.library.custom_op("nb09::host_checked", mutates_args=(), tags=(torch.Tag.cudagraph_unsafe,))
-def host_checked(x: Tensor) -> Tensor:
-    assert bool(torch.isfinite(x).all())     # a host sync: fine eagerly, fatal inside a CUDA graph
-    return x.clone()
-
-
-@host_checked.register_fake
-def _(x):
-    return torch.empty_like(x)
-
-assert torch.Tag.cudagraph_unsafe in torch.ops.nb09.host_checked.default.tags
-print(torch.ops.nb09.host_checked.default.tags)
-
-# %%
-# GPU cell: a cudagraph_unsafe op under reduce-overhead
-if not GPU:
-    print("skipped: needs CUDA and Triton (this kernel has neither); §7 shows what a GPU printed.")
-else:
-    def checked_step(x):
-        return host_checked(x * 2) + 1
-
-    torch._dynamo.reset()
-    torch._dynamo.utils.counters.clear()
-    unsafe_code = inductor_code(checked_step, torch.ones(3, device="cuda"), mode="reduce-overhead")
-    torch._dynamo.reset()
-    with logged(CUDAGRAPHS, logging.WARNING) as skips:
-        compiled = torch.compile(checked_step, mode="reduce-overhead")
-        results = [compiled(torch.ones(3, device="cuda")).tolist() for _ in range(3)]   # read before the next replay
-    partitions = calls(unsafe_code, "def partition_")
-    print("skip messages:", skips, "| cudagraph skips counted:", torch._dynamo.utils.counters["inductor"]["cudagraph_skips"])
-    print("graph partitions:", partitions, "| the op:", calls(unsafe_code, "torch.ops.nb09.host_checked.default("))
-    assert torch._inductor.config.graph_partition                       # on by default (2.11 to 2.15)
-    assert skips == [] and torch._dynamo.utils.counters["inductor"]["cudagraph_skips"] == 0   # nothing skipped
-    assert len(partitions) == 2                        # x * 2 | host_checked, outside CUDA graphs | + 1
-    assert results == [[3.0, 3.0, 3.0]] * 3
-
-# %% [markdown]
-# Graph partitioning is on by default in the torch you run too (checked on 2.11, 2.13 and 2.15):
-
-# %%
-print("torch._inductor.config.graph_partition =", torch._inductor.config.graph_partition)
-assert torch._inductor.config.graph_partition, "graph partitioning is on by default"
-
-# %% [markdown]
-# ### §1 and §3 again, against a control *(CPU)*
-#
-# The `"x * 2" not in …` checks of §1 and §3 prove little: Inductor's code never contains that text, even when
-# Inductor compiles the multiplication itself (its kernels say `tmp0 * 2.0`), and the key's details would
-# contain it only if torch hashed the kernel's Python source verbatim. (They stay where they are because the GPU
-# recording of §7 covers every code cell up to each GPU cell; changing them means re-recording.) Two checks
-# that would fail if the claims were false:
-#
-# - **§1, the body is not in Inductor's code.** Inductor names each kernel it generates after the aten ops it
-#   fused. The same function with the body written inline gets a kernel named with `mul`; with the opaque op,
-#   Inductor's only kernel is the `add`, and the multiplication happens inside the op's call.
-
-# %%
-inline_code = inductor_code(lambda x: x * 2 + 1, torch.ones(4))     # the control: no custom op
-kernels = {"inline": calls(inline_code, "_fused_"), "custom op": calls(code, "_fused_")}
-print("\n".join(f"{name}: {lines[-1]}" for name, lines in kernels.items()))
-
-# %%
-assert any("_fused_add_mul" in line for line in kernels["inline"]), "the control: Inductor compiles x * 2 itself"
-assert calls(code, "torch.ops.nb09.scale.default("), "§1's code calls the op"
-assert kernels["custom op"], "§1's code has a kernel of Inductor's own (the add)"
-assert not any("mul" in line for line in kernels["custom op"]), "§1's code has no mul kernel: the body is not in it"
-
-# %% [markdown]
-# - **§3, the body is not in the cache key.** Give a fresh op a new kernel for the same name
-#   (`register_kernel("cpu", …)`) and compile the same function again: a cache *hit*, so the key did not change —
-#   and the new kernel runs, because the artifact calls the op by name. (That is harmless here; notebook 04 shows
-#   the same blindness to a changed *declaration*, which is not.)
-
-# %%
 @torch.library.custom_op("nb09::rekerneled", mutates_args=())
 def rekerneled(x: Tensor) -> Tensor:
     return x * 2
@@ -380,6 +283,151 @@ print("before:", first[0], "| after the new kernel:", second)
 assert first[0] == [3.0, 3.0, 3.0], "the first kernel computes x * 2 + 1"
 assert second[1] == "hit", "a cache hit after the new kernel: the key did not change"
 assert second[0] == [4.0, 4.0, 4.0], "the new body ran: the artifact calls the op, it does not inline it"
+
+# %% [markdown]
+# On a GPU the key's details for the `triton_op` of §2 contain the kernel's source text:
+
+# %%
+# GPU cell: the Triton source in the cache key
+# needs: logged; triton_op vs custom_op in Inductor's code
+if not GPU:
+    labkit.show_gpu_recording()
+else:
+    torch.compiler.reset()
+    with torch._inductor.config.patch(fx_graph_cache=True), \
+            torch._functorch.config.patch(enable_autograd_cache=False), \
+            logged("torch._inductor.codecache") as messages:
+        torch.compile(lambda x, y: add_visible(x, y) * 3)(a, b)
+    details = next(m for m in messages if m.startswith("FX graph cache hash details"))
+    source_lines = [line for line in details.splitlines() if "user_defined_triton_source" in line]
+    print(source_lines[0].split("] ", 1)[1][:120])          # after the "[hash] " prefix
+    assert "tl.store(out_ptr + offsets" in source_lines[0], "the Triton kernel's source is in the key"
+
+# %% [markdown]
+# ## 4. CUDA graphs and an op that mutates its input *(CPU for the mechanism, GPU for the reason)*
+#
+# `torch.compile(mode="reduce-overhead")` records the compiled graph as a CUDA graph and replays it.
+# A replay reuses the same memory, so Inductor refuses graphs it cannot replay safely and says why,
+# in a warning on the `cudagraphs` log (`TORCH_LOGS=cudagraphs`) beginning "skipping cudagraphs due to",
+# and counts it in `torch._dynamo.utils.counters["inductor"]["cudagraph_skips"]`. On a CPU every graph
+# is skipped: torch counts the skip but logs no reason (the reason is only logged for CUDA graphs).
+
+# %%
+# GPU setup: double_ and step
+# needs: 09 imports
+@torch.library.custom_op("nb09::double_", mutates_args={"x"})
+def double_(x: Tensor) -> None:
+    x.mul_(2)
+
+
+def step(x):
+    double_(x)
+    return x + 1
+
+CUDAGRAPHS = "torch._inductor.cudagraph_utils.__cudagraphs"     # what TORCH_LOGS=cudagraphs shows
+
+# %% [markdown]
+# On a CPU:
+
+# %%
+torch.compiler.reset()
+torch._dynamo.utils.counters.clear()
+with logged(CUDAGRAPHS, logging.WARNING) as skips:
+    result = torch.compile(step, mode="reduce-overhead")(torch.ones(3))
+print("cudagraph skips counted:", torch._dynamo.utils.counters["inductor"]["cudagraph_skips"], "| logged:", skips)
+
+# %%
+assert torch._dynamo.utils.counters["inductor"]["cudagraph_skips"] == 1, "on a CPU: one cudagraph skip counted"
+assert skips == [], "on a CPU: no skip reason logged"
+assert result.tolist() == [3.0, 3.0, 3.0], "the graph ran, eagerly-correct"
+print("checked: on a CPU the graph ran without a CUDA graph; one skip counted, none logged.")
+
+# %% [markdown]
+# On a GPU the reason for the same op is **"mutated inputs"**: `double_` writes into `x`, a tensor the
+# caller owns, and a replayed CUDA graph writes only into memory it manages.
+
+# %%
+# GPU cell: CUDA graphs skip an op that mutates an input
+# needs: logged; double_ and step
+if not GPU:
+    labkit.show_gpu_recording()
+else:
+    torch.compiler.reset()
+    with logged(CUDAGRAPHS, logging.WARNING) as skips:
+        compiled = torch.compile(step, mode="reduce-overhead")
+        x = torch.ones(3, device="cuda")
+        compiled(x), compiled(x)
+    print([message.splitlines()[0] for message in skips])      # the first line; the rest is a stack trace
+    assert any(s.startswith("skipping cudagraphs due to mutated inputs") for s in skips), \
+        "the logged reason: mutated inputs"
+    assert x.tolist() == [4.0, 4.0, 4.0], "both calls ran, eagerly-correct"
+
+# %% [markdown]
+# An op that can never be captured — it synchronises with the host, or allocates data-dependent
+# memory — says so with `tags=(torch.Tag.cudagraph_unsafe,)` (a tuple: torch 2.11 takes no single tag). On a GPU
+# (the two cells after next; without a GPU they show the run their recordings come from), Inductor split this graph into two
+# **partitions** at the tagged op — `partition_0` and `partition_1` in its code, the op's call beside them — and
+# skipped nothing: no "skipping cudagraphs" message, a skip count of 0, and three replays with the right values.
+# Keeping such an op out of the captured pieces is what partitioning (`torch._inductor.config.graph_partition`) is
+# for; the cell shows the split and the skip count, not where each piece runs.
+
+# %%
+# GPU setup: host_checked
+# needs: 09 imports
+@torch.library.custom_op("nb09::host_checked", mutates_args=(), tags=(torch.Tag.cudagraph_unsafe,))
+def host_checked(x: Tensor) -> Tensor:
+    assert bool(torch.isfinite(x).all()), "x is finite"   # a host sync: fine eagerly, fatal inside a CUDA graph
+    return x.clone()
+
+
+@host_checked.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+assert torch.Tag.cudagraph_unsafe in torch.ops.nb09.host_checked.default.tags, "the op carries the tag"
+print(torch.ops.nb09.host_checked.default.tags)
+
+# %%
+# GPU cell: checked_step under reduce-overhead
+# needs: host_checked; inductor_code
+if not GPU:
+    labkit.show_gpu_recording()
+else:
+    def checked_step(x):
+        return host_checked(x * 2) + 1
+
+    torch._dynamo.utils.counters.clear()
+    unsafe_code = inductor_code(checked_step, torch.ones(3, device="cuda"), mode="reduce-overhead")
+    partitions = calls(unsafe_code, "def partition_")
+    print("graph partitions:", partitions, "| the op:", calls(unsafe_code, "torch.ops.nb09.host_checked.default("))
+    assert torch._inductor.config.graph_partition, "graph partitioning is on by default (2.11 to 2.15)"
+    assert len(partitions) == 2, "two partitions: x * 2 | host_checked, outside CUDA graphs | + 1"
+
+# %% [markdown]
+# The same function, compiled again and replayed three times:
+
+# %%
+# GPU cell: checked_step replayed under reduce-overhead
+# needs: checked_step under reduce-overhead; logged; double_ and step
+if not GPU:
+    labkit.show_gpu_recording()
+else:
+    torch.compiler.reset()
+    with logged(CUDAGRAPHS, logging.WARNING) as skips:
+        compiled = torch.compile(checked_step, mode="reduce-overhead")
+        results = [compiled(torch.ones(3, device="cuda")).tolist() for _ in range(3)]   # read before the next replay
+    skipped = torch._dynamo.utils.counters["inductor"]["cudagraph_skips"]   # both compiles, since the last clear
+    print("skip messages:", skips, "| cudagraph skips counted:", skipped)
+    assert skips == [], "no 'skipping cudagraphs' message"
+    assert skipped == 0, "no cudagraph skip counted, in either compile"
+    assert results == [[3.0, 3.0, 3.0]] * 3, "three replays, each right"
+
+# %% [markdown]
+# Graph partitioning is on by default in the torch you run too (checked on 2.11, 2.13 and 2.15):
+
+# %%
+print("torch._inductor.config.graph_partition =", torch._inductor.config.graph_partition)
+assert torch._inductor.config.graph_partition, "graph partitioning is on by default"
 
 # %% [markdown]
 # ## 5. `Tag.out`: a write-only output buffer *(CPU)*
@@ -576,23 +624,9 @@ assert {name: v1_clones(fn) for name, fn in EXERCISE.items()} == {"input": False
 print("solution checked")
 
 # %% [markdown]
-# ## 7. GPU recordings
-#
-# `python tools/record_gpu.py 09`, on a machine with CUDA and Triton, executes this notebook and keeps what every
-# `# GPU cell` printed, with the device, the torch and Triton versions and the date
-# (`labkit/gpu_recordings/09_gpu_kernels.json`). `tests/test_gpu_recordings.py` fails anywhere once a GPU cell
-# changes without a new recording, and, on a GPU, when a fresh run prints something else. Below is that recording —
-# never this kernel's output:
-
-# %%
-import labkit   # only to show the recording, which travels with labkit (Colab has it too)
-
-print(labkit.render.gpu_recording("09_gpu_kernels"))
-
-# %% [markdown]
 # ## In your own project
 #
-# Every observation in this notebook came from torch's own tools (labkit only showed §7's recording):
+# Every observation in this notebook came from torch's own tools (labkit only shows the GPU cells' recordings):
 #
 # - `TORCH_LOGS=output_code` — Inductor's code: is your kernel inlined Triton (`def your_kernel(`) or an
 #   opaque `torch.ops.ns.op.default(...)` call? Does a `clone` surround it?
