@@ -356,10 +356,13 @@ def has_fake_impl(qualname: str) -> bool:
 
 
 def torch_log_state() -> object:
-    """torch's record of which logs and artifacts ``set_logs``/``TORCH_LOGS`` turned on (give it back with the next)."""
+    """A copy of torch's record of which logs and artifacts ``set_logs``/``TORCH_LOGS`` turned on (give it back with
+    the next). A copy: ``set_logs`` changes that record in place, so keeping the live object keeps nothing."""
+    import copy
+
     from torch._logging import _internal
 
-    return _internal._get_log_state()
+    return copy.deepcopy(_internal._get_log_state())
 
 
 def set_torch_log_state(state: object) -> None:

@@ -42,3 +42,19 @@ def test_after_the_block_torch_logs_where_it_logged_before():
     assert len(log.getvalue()) == finished, "torch's log still goes into the finished block's buffer"
     after = _torch_logging()
     assert {name: after[name] for name in before} == before
+
+
+def test_a_learners_own_set_logs_survives_a_torch_logs_block(capfd):
+    """torch_logs gives back torch's record of what was on, not the record its own set_logs overwrote."""
+    from torch._logging import _internal
+
+    torch._logging.set_logs(recompiles=True)
+    try:
+        with labkit.torch_logs(graph_code=True):
+            torch.compile(lambda x: x * 5, backend="eager")(torch.ones(2))
+        assert _internal._get_log_state().artifact_names == {"recompiles"}, "the learner's setting is kept"
+        compiled = torch.compile(lambda x: x * 7, backend="eager")
+        compiled(torch.ones(2)), compiled(torch.ones(3, 3))
+        assert "Recompiling function" in capfd.readouterr().err, "and still logs"
+    finally:
+        torch._logging.set_logs()
