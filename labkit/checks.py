@@ -7,10 +7,12 @@ import re
 import torch
 
 from ._torch_internals import aliasing_check_raises  # noqa: F401 - re-exported for lessons
+from ._torch_internals import argument_names
 from .ops import LabOpError, live_overload
 from .stages import copy_inputs
 
 OPCHECK_TESTS = ("test_schema", "test_autograd_registration", "test_faketensor", "test_aot_dispatch_dynamic")
+KNOWN_TESTS = (*OPCHECK_TESTS, "test_aot_dispatch_static")   # what torch.library.opcheck's test_utils takes
 
 
 _OPCHECK_PREFIX = re.compile(r"^opcheck\(op, \.\.\.\): \w+ failed with\s*")
@@ -56,8 +58,8 @@ def opcheck(op, args: tuple, tests=OPCHECK_TESTS, kwargs: dict | None = None) ->
                          f"returned, or torch.ops.ns.name), not {type(op).__name__}.")
     if not isinstance(args, tuple):
         args = tuple(args) if isinstance(args, list) else (args,)
-    if isinstance(tests, str):
-        tests = (tests,)
+    tests = _tests(tests)
+    kwargs = _kwargs(kwargs, overload, len(args))
     results = {}
     for test in tests:
         *copies, kwarg_copies = copy_inputs((*args, dict(kwargs or {})))
@@ -67,3 +69,34 @@ def opcheck(op, args: tuple, tests=OPCHECK_TESTS, kwargs: dict | None = None) ->
         except Exception as error:  # noqa: BLE001 - a failing check is the data we want
             results[test] = "FAIL: " + _first_sentence(error)
     return results
+
+
+def _tests(tests) -> tuple[str, ...]:
+    """The opcheck tests asked for, or one sentence (LabOpError) naming the ones that exist."""
+    tests = (tests,) if isinstance(tests, str) else tests
+    known = ", ".join(KNOWN_TESTS)
+    if not isinstance(tests, (tuple, list, set, frozenset)) or not tests:
+        raise LabOpError(f"tests= takes the name of one opcheck test or a list of them ({known}), not {tests!r}.")
+    unknown = [t for t in tests if t not in KNOWN_TESTS]
+    if unknown:
+        raise LabOpError(f"opcheck has no test {unknown[0]!r}: choose among {known}.")
+    return tuple(tests)
+
+
+def _kwargs(kwargs, overload, positional: int) -> dict:
+    """The keyword inputs, checked against the schema: a wrong name would fail every test for the wrong reason."""
+    names = argument_names(overload)
+    if positional > len(names):
+        raise LabOpError(f"{overload.name()} takes {len(names)} inputs ({', '.join(names)}); {positional} were given.")
+    if kwargs is None:
+        return {}
+    if not isinstance(kwargs, dict):
+        raise LabOpError(f"kwargs= takes a dict of the op's keyword inputs ({', '.join(names)}), "
+                         f"not a {type(kwargs).__name__}.")
+    taken = set(names[:positional])
+    for name in kwargs:
+        if name not in names:
+            raise LabOpError(f"{overload.name()} has no input named {name!r}: its inputs are {', '.join(names)}.")
+        if name in taken:
+            raise LabOpError(f"{overload.name()}'s input {name!r} is given twice, by position and as kwargs.")
+    return dict(kwargs)
