@@ -16,7 +16,9 @@ of named notebooks still runs then (a new notebook is built before it is registe
 The sources are jupytext's percent format (``jupytext.reads(text, fmt="py:percent")``):
 ``# %%`` starts a code cell, ``# %% [markdown]`` a markdown cell, and a solution is a code cell
 whose source JupyterLab shows collapsed, written with standard cell metadata:
-``# %% jupyter={"source_hidden": true} tags=["solution"]``. Outputs are stored by executing the
+``# %% jupyter={"source_hidden": true} tags=["solution"]``. A cell tagged ``check`` (``# %% tags=["check"]``)
+holds the asserts behind the prose above it; the builder collapses it and every solution, in JupyterLab
+(``jupyter.source_hidden``) and on Colab (``cellView: form``, titled by the cell's ``#@title`` line). Outputs are stored by executing the
 notebook in a fresh kernel, as nbval will, on the reference torch (``[tool.lab] reference_torch``
 in pyproject.toml): outputs recorded on another torch would fail nbval's comparison there.
 
@@ -58,6 +60,8 @@ BINDER_BADGE = "https://mybinder.org/badge_logo.svg"
 CONTENTS = "../README.md#the-notebooks"
 # Collapsed in JupyterLab (jupyter.source_hidden), shown as a titled form on Colab (cellView + @title).
 COLAB_CELL_METADATA = {"cellView": "form", "jupyter": {"source_hidden": True}}
+# Cells a reader sees collapsed: a claim's check (silent: it asserts, prints nothing) and an exercise's solution.
+COLLAPSED_TAGS = {"check", "solution"}
 
 
 def lab_config() -> dict:
@@ -130,6 +134,9 @@ def built_notebook(source: pathlib.Path):
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(navigation(source, top=True)), cells[0],
                                          colab, *cells[1:],
                                          nbformat.v4.new_markdown_cell(navigation(source, top=False))])
+    for cell in nb.cells:
+        if COLLAPSED_TAGS & set(cell.metadata.get("tags", ())):
+            cell.metadata.update(COLAB_CELL_METADATA)     # collapsed in JupyterLab and on Colab alike
     nb.metadata["kernelspec"] = KERNEL
     nb.metadata["language_info"] = {"name": "python"}
     for i, cell in enumerate(nb.cells):  # stable ids keep diffs small
