@@ -33,6 +33,8 @@ from .ops import (  # noqa: E402
 from .render import draw_fate, show, show_gpu_recording, summary, text  # noqa: E402
 from .stages import StageReport, TorchError, compile_and_compare  # noqa: E402
 
+recordings.listen()  # which GPU cells' code ran (IPython's hooks; nothing in torch)
+
 # Imported on first use: ipywidgets is heavy, and the cache demo's subprocesses never need it.
 _LAZY_MODULES = ("widgets", "cache_demo", "preflight")
 

@@ -15,11 +15,11 @@ How cells are named (the first line of a code cell, read by this module and by t
     # needs: <title>; <title>   (its second line, optional) the cells whose names it uses
     # GPU setup: <title>       a cell a GPU cell needs (imports, helpers, the ops it runs)
 
-"This kernel's code" is the source IPython last executed under each title. The comparison sees what
-travels in code, not state set elsewhere (a config patch in a cell that is not needed); declaring the
-cells a GPU cell reads from keeps that gap small, and ``tests/test_gpu_recordings.py`` checks that the
-names a GPU cell uses are bound by what it declares. This module must not touch torch's state: it
-only reads files and IPython's input history.
+"This kernel's code" is the source IPython last ran under each title since labkit was imported
+(``listen``). The comparison sees what travels in code, not state set elsewhere (a config patch in a
+cell that is not needed); declaring the cells a GPU cell reads from keeps that gap small, and
+``tests/test_gpu_recordings.py`` checks that the names a GPU cell uses are bound by what it declares.
+This module must not touch torch's state: it only reads files and the sources of titled cells.
 """
 
 from __future__ import annotations
@@ -166,27 +166,48 @@ def _name(name: str, cell_title: str) -> str:
     return "this cell" if name == cell_title else f"'{name}'"
 
 
-def kernel_code(name: str) -> str | None:
-    """The source IPython last executed under this title (a GPU cell or GPU setup cell); None if none."""
-    for source in reversed(_executed()):
-        if title(source) == name:
-            return source.rstrip("\n")
-    return None
+_RAN: dict[str, str] = {}     # title -> the source IPython last ran under it (only titled cells are kept)
+_RUNNING: list[str] = [""]    # the cell IPython is running now
 
 
-def running_cell() -> str | None:
-    """The source of the cell IPython is running now; None outside IPython."""
-    executed = _executed()
-    return executed[-1] if executed else None
+def _remember(source: str, running: bool) -> None:
+    if running:
+        _RUNNING[0] = source
+    name = title(source or "")
+    if name is not None:
+        _RAN[name] = source.rstrip("\n")
 
 
-def _executed() -> list[str]:
+def listen() -> None:
+    """Keep, for each '# GPU cell:' / '# GPU setup:' title, the source IPython last ran under it.
+
+    IPython's own history cannot tell: nbval runs cells with store_history=False. The hooks keep titled cells
+    only (a few strings), and change nothing else; the cell that imports labkit is kept when it ends.
+    """
     try:
         from IPython import get_ipython
     except ImportError:
-        return []
+        return
     shell = get_ipython()
-    return list(shell.history_manager.input_hist_raw) if shell is not None else []
+    if shell is None or getattr(shell, "_labkit_listens", False):
+        return
+    shell.events.register("pre_run_cell", lambda info: _remember(info.raw_cell, running=True))
+    shell.events.register("post_run_cell", lambda result: _remember(result.info.raw_cell, running=False))
+    shell._labkit_listens = True
+
+
+def kernel_code(name: str) -> str | None:
+    """The source IPython last ran under this title (a GPU cell or GPU setup cell) since labkit was imported."""
+    return _RAN.get(name)
+
+
+def running_cell() -> str | None:
+    """The source of the cell IPython is running now; None outside IPython or before labkit listened."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    return (_RUNNING[0] or None) if get_ipython() is not None else None
 
 
 def why_no_gpu() -> str:

@@ -144,20 +144,22 @@ CELL = "# GPU cell: t the cell\n# needs: t gpu flag\nif not GPU:\n    labkit.sho
 
 
 def test_the_label_follows_the_code_this_kernel_ran(capfd, tmp_path, monkeypatch):
-    """In a real IPython shell: the recorded code is current; a cell it needs, edited and re-run, makes it earlier."""
+    """In a real IPython shell, cells run without history as nbval runs them: the recorded code is current; a cell it
+    needs, edited and re-run, makes it earlier code."""
     recording = {"format": recordings.FORMAT, "notebook": "99_t", "device": "GPU-X", "torch": "2.99", "triton": "9",
                  "labkit": "0.1.0", "commit": "abc", "date": "2026-01-01",
                  "cells": [{"title": "t the cell", "output": "1\n", "code": {"t the cell": CELL, "t gpu flag": SETUP}}]}
     (tmp_path / "99_t.json").write_text(json.dumps(recording))
     monkeypatch.setattr(recordings, "FOLDER", tmp_path)
     shell = InteractiveShell.instance()
+    recordings.listen()      # what `import labkit` does in a kernel (labkit was imported here before the shell)
     try:
         for code in ("import labkit", SETUP, CELL):
-            shell.run_cell(code, store_history=True)
+            shell.run_cell(code, store_history=False)
         shown = capfd.readouterr().out
         assert "Recorded from this code on GPU-X (torch 2.99, Triton 9, labkit 0.1.0 at abc) on 2026-01-01" in shown
         for code in (SETUP + "  # a learner's edit", CELL):
-            shell.run_cell(code, store_history=True)
+            shell.run_cell(code, store_history=False)
         shown = capfd.readouterr().out
         assert "for an earlier version of this code: since then, 't gpu flag' changed (2 lines)" in shown
         assert "+GPU = False  # a learner's edit" in shown

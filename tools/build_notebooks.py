@@ -18,9 +18,10 @@ The sources are jupytext's percent format (``jupytext.reads(text, fmt="py:percen
 whose source JupyterLab shows collapsed, written with standard cell metadata:
 ``# %% jupyter={"source_hidden": true} tags=["solution"]``. A cell tagged ``check`` (``# %% tags=["check"]``)
 holds the asserts behind the prose above it; the builder collapses it and every solution, in JupyterLab
-(``jupyter.source_hidden``) and on Colab (``cellView: form``, titled by the cell's ``#@title`` line). Outputs are stored by executing the
-notebook in a fresh kernel, as nbval will, on the reference torch (``[tool.lab] reference_torch``
-in pyproject.toml): outputs recorded on another torch would fail nbval's comparison there.
+(``jupyter.source_hidden``) and on Colab (``cellView: form``, titled by the cell's ``#@title`` line).
+Outputs are stored by executing the notebook in a fresh kernel, as nbval will, on the reference torch
+(``[tool.lab] reference_torch`` in pyproject.toml): outputs recorded on another torch would fail nbval's
+comparison there.
 
 Every notebook also gets, from ``[tool.lab]`` (where the lab is published): a navigation cell with
 its "Open in Colab" and Binder badges on top, Colab's install cell as its first code cell (collapsed
