@@ -42,7 +42,7 @@ def test_every_gpu_cell_shows_its_recording_without_a_gpu(source):
     for code in record_gpu.gpu_cells(source):
         lines = [line for line in code.splitlines()[1:] if line.strip() and not line.lstrip().startswith("#")]
         assert lines[:2] == ["if not GPU:", "    labkit.show_gpu_recording()"], \
-            f"{source.name}: {code.splitlines()[0]!r}'s code must start with 'if not GPU:', then 'labkit.show_gpu_recording()'"
+            f"{source.name}: {code.splitlines()[0]!r}: code starts 'if not GPU:' / 'labkit.show_gpu_recording()'"
 
 
 def test_titles_are_unique_across_the_lab():
