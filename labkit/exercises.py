@@ -1,15 +1,23 @@
-"""Self-checks for exercises: a clear ✔ or ✘ with a hint, never a traceback."""
+"""Self-checks for exercises: a clear ✔ or ✘ with a hint, never a traceback.
+
+An exercise cell holds the learner's answer (``...`` until answered); the cell after it checks it. Every
+message says what to do next and where: which cell to edit, which answers are allowed. The checks accept
+an answer's obvious spellings (case, spaces, a plural) and refuse what torch itself refuses.
+"""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 UNANSWERED = ...  # the placeholder exercise cells start with
+EDIT = "edit the answer cell above (replace its ...), run it, then run this cell again"
 
 
-def answered(value: Any) -> bool:
-    if value is UNANSWERED:
-        print("✎ Not answered yet: replace the ... with your answer and run this cell again.")
+def answered(value: Any, where: str = EDIT) -> bool:
+    """False, with one sentence saying which cell to edit, while ``value`` is still the ``...`` placeholder."""
+    if value is UNANSWERED or (isinstance(value, dict) and any(v is UNANSWERED for v in value.values())):
+        print(f"✎ Not answered yet: {where}.")
         return False
     return True
 
@@ -28,6 +36,30 @@ def check(passed: bool, success: str, hint: str) -> bool:
     return passed
 
 
+def choice(answer: Any, allowed, name: str = "the answer") -> str | None:
+    """The allowed word ``answer`` means, or None after one sentence listing the allowed words.
+
+    ``allowed`` is a list of words, or a dict {word: [other spellings]}. Case, surrounding spaces and
+    punctuation, underscores vs spaces, and a trailing "s" or "d" do not matter ("Replace" means
+    "replaces"); anything else is refused with the list, so that a right idea in another word is told
+    how to say it, not that it is wrong.
+    """
+    spellings = allowed if isinstance(allowed, dict) else {word: [] for word in allowed}
+    if isinstance(answer, str):
+        wanted = _normal(answer)
+        for word, others in spellings.items():
+            if wanted in {_normal(w) for w in (word, *others)}:
+                return word
+    listed = ", ".join(repr(word) for word in spellings)
+    print(f"✘ {name} is {answer!r}: answer one of {listed}.")
+    return None
+
+
+def _normal(word: str) -> str:
+    word = re.sub(r"[\s_\-]+", " ", word.strip().strip(".!?'\"").lower())
+    return re.sub(r"(?<=\w\w)e$", "", re.sub(r"(?<=\w\w)[sd]$", "", word))   # replaces, replaced, replace
+
+
 def _truth(passed: Any) -> bool:
     """``passed`` as a bool, or TypeError naming what is expected (never an 'ambiguous' raw error)."""
     if isinstance(passed, bool) or type(passed).__name__ == "bool_":  # numpy's bool too
@@ -43,3 +75,51 @@ def _truth(passed: Any) -> bool:
     raise TypeError(f"check's first argument must be True or False, not {type(passed).__name__}"
                     f"{' (nested)' if nested else ''}: compare whole tensors with torch.equal(a, b) or "
                     f"(a == b).all().item().")
+
+
+def fake_problems(fake, kernel, *sample_inputs) -> list[str]:
+    """What a fake kernel promises wrongly, compared with the real kernel, one sentence each ([] when none).
+
+    The fake runs on the sample inputs as given, again in a second dtype (float64 for float inputs), and on
+    ``meta`` copies of them: a fake must follow its inputs' dtype and device, not torch's defaults
+    (``torch.empty(n)`` without ``dtype=``/``device=`` passes on a float32 CPU input and is wrong on a
+    CUDA one). Shapes, dtypes, devices and strides are compared; values never are.
+    """
+    import torch
+
+    problems = []
+    for label, inputs, real_inputs in _variants(torch, sample_inputs):
+        try:
+            promised = fake(*inputs)
+        except Exception as error:  # noqa: BLE001 - the learner's fake: its error is the finding
+            problems.append(f"on {label}, the fake raised {type(error).__name__}: {str(error).splitlines()[0]}")
+            continue
+        real = kernel(*real_inputs)
+        problems += [f"on {label}, {problem}" for problem in _promise_problems(torch, promised, real, inputs)]
+    return problems
+
+
+def _variants(torch, inputs):
+    """(what, the fake's inputs, the kernel's inputs): as given, in float64, and on the meta device."""
+    yield "the sample inputs", inputs, inputs
+    if any(isinstance(t, torch.Tensor) and t.is_floating_point() for t in inputs):
+        doubled = [t.double() if isinstance(t, torch.Tensor) and t.is_floating_point() else t for t in inputs]
+        yield "float64 inputs", doubled, doubled
+    yield "inputs on the meta device", [t.to("meta") if isinstance(t, torch.Tensor) else t for t in inputs], inputs
+
+
+def _promise_problems(torch, promised, real, inputs) -> list[str]:
+    if not isinstance(promised, torch.Tensor) or not isinstance(real, torch.Tensor):
+        return [] if type(promised) is type(real) else [f"it returned {type(promised).__name__}, the kernel "
+                                                         f"{type(real).__name__}"]
+    device = next((t.device for t in inputs if isinstance(t, torch.Tensor)), real.device)
+    found = []
+    if tuple(promised.shape) != tuple(real.shape):
+        found.append(f"it promised shape {list(promised.shape)}, the kernel returned {list(real.shape)}")
+    if promised.dtype != real.dtype:
+        found.append(f"it promised {promised.dtype}, the kernel returned {real.dtype}")
+    if promised.device != device:
+        found.append(f"it promised a tensor on {promised.device}, for inputs on {device}")
+    if not found and promised.stride() != real.stride():
+        found.append(f"it promised strides {promised.stride()}, the kernel returned {real.stride()}")
+    return found
