@@ -97,7 +97,7 @@ def noise(x: torch.Tensor) -> torch.Tensor:
     count("noise")
     return torch.rand_like(x)
 
-noise.register_fake(lambda x: torch.empty_like(x))
+_ = noise.register_fake(lambda x: torch.empty_like(x))
 
 # %% [markdown]
 # Two more, whose only job is a side effect: one registers an *effect*, the other is marked with `has_side_effect`:
