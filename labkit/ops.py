@@ -50,6 +50,9 @@ def _names(value, field: str, allow_unknown: bool = False) -> tuple[str, ...] | 
     """A tuple of names from a tuple, list or set of names, or from one name written alone."""
     if allow_unknown and value == "unknown":
         return value
+    if allow_unknown and isinstance(value, str):   # mutates_args: torch.library.custom_op refuses a bare name too
+        raise LabOpError(f"mutates_args takes a tuple of names, ({value!r},) for one, or the string \"unknown\": "
+                         f"not the bare string {value!r:.40}, which torch.library.custom_op refuses as well.")
     if isinstance(value, str):
         return (value,) if value else ()  # args="x" means one argument called x, not ("x",) spelled out
     if isinstance(value, (set, frozenset)):

@@ -311,8 +311,10 @@ def test_bad_arguments_get_one_sentence(call):
 
 
 def test_a_string_is_one_name_not_a_sequence_of_letters():
-    spec = OpSpec(name="t_adv::x", args="xy", writes="xy", mutates_args="xy")
+    spec = OpSpec(name="t_adv::x", args="xy", writes="xy", mutates_args=("xy",))
     assert (spec.args, spec.writes, spec.mutates_args) == (("xy",), ("xy",), ("xy",))
+    with pytest.raises(LabOpError, match=r"^mutates_args takes a tuple of names, \('xy',\) for one"):
+        OpSpec(name="t_adv::x", args="xy", mutates_args="xy")     # as torch.library.custom_op refuses it
     if hasattr(torch.Tag, "inplace"):
         assert OpSpec(name="t_adv::x", tags="inplace").tags == ("inplace",)
     assert OpSpec(name="t_adv::x", mutates_args="unknown").mutates_args == "unknown"
@@ -324,7 +326,7 @@ def test_dropping_an_absent_name_is_harmless():
 
 
 def test_a_failed_redeclare_leaves_the_old_op_live_and_tracked():
-    old = labkit.declare("t_adv::op", writes="x", mutates_args="x", returns="none")
+    old = labkit.declare("t_adv::op", writes="x", mutates_args=("x",), returns="none")
     # torch refuses this one at schema inference: the out tag needs a keyword-only output argument
     with pytest.raises(LabOpError, match="torch refused to define t_adv::op"):
         labkit.declare("t_adv::op", tags=("out",))

@@ -9,7 +9,9 @@ On a source (tools/notebook_sources/NN_*.py), for every cell a learner sees (not
 (h) no private torch beyond the configuration knobs learners use in their own code (``torch._dynamo.config``,
     ``torch._inductor.config``, ``torch._functorch.config``, ``torch._logging.set_logs``, ...): the rest goes
     into labkit, and the cell shows the call;
-(i) issue numbers (``#187319``) only in "Further reading", never as a heading or a label.
+(i) issue numbers (``#187319``) only in "Further reading", never as a heading or a label;
+(j) a solution's first line, which JupyterLab shows while the cell is collapsed, gives nothing away:
+    ``#@title Solution (open it once you have tried)``.
 On the stored notebooks (tools/lesson_metrics.py): at most 3 torch release numbers where a reader meets
 them, a picture in every notebook and 15 in all, notebook 00 within 900 words and the collection within
 16,000, at most 2,200 visible code lines, and no fewer claims asserted than before the rewrite (545).
@@ -30,9 +32,10 @@ PUBLIC_ENOUGH = ("torch._dynamo.config", "torch._inductor.config", "torch._funct
                  "torch._dynamo.explain", "torch._dynamo.mark_dynamic", "torch._dynamo.mark_unbacked")
 PRIVATE = re.compile(r"\btorch\._\w+(?:\.\w+)*")
 ISSUE = re.compile(r"(?<![\w/&])#\d{5,6}\b")
+SOLUTION_TITLE = "#@title Solution (open it once you have tried)"
 CLAIMS_BEFORE = 545           # claims asserted at a531288, before the learner-first rewrite (tools/lesson_metrics.py)
 # Notebooks not yet rewritten for learners: each must still break a rule here, so the set only shrinks.
-NOT_YET = {"00", "01", "02", "03", "04", "05", "06", "07", "08", "09", "10", "11"}
+NOT_YET = {"01", "02", "03", "04", "05", "06", "07", "08", "09", "10", "11"}
 
 
 def _cells(path):
@@ -69,6 +72,9 @@ def source_problems(path) -> list[str]:
         if _is_collapsed(cell):
             if _prints(tree):
                 found.append(f"(f) {where}: a collapsed cell prints; a check or solution is silent")
+            if "solution" in cell.metadata.get("tags", ()) and cell.source.split("\n", 1)[0] != SOLUTION_TITLE:
+                found.append(f"(j) {where}: a solution's first line shows while it is collapsed: make it "
+                             f"{SOLUTION_TITLE!r} and put the answer below it")
             if "check" in cell.metadata.get("tags", ()) and not cell.source.startswith("#@title "):
                 found.append(f"(e) {where}: a check cell's first line is '#@title Check: <the claim>' (Colab's title)")
             continue
@@ -126,8 +132,9 @@ def test_the_rules_fire_on_a_bad_source(tmp_path):
     bad.write_text('# %% [markdown]\n# # 42 · bad\n# ## 1. #187319 live\n\n'
                    '# %%\n# NBVAL_IGNORE_OUTPUT\nx = torch._C._get_tracing_state()\nassert x is None, "no"\n\n'
                    '# %% tags=["check"]\nprint("checked")\n\n'
+                   '# %% tags=["solution"]\n# Solution: the answer is 42\n\n'
                    '# %% [markdown]\n# ## Further reading\n# - #187319\n')
     found = "\n".join(source_problems(bad))
-    for rule in ("(i)", "(g)", "(e)", "(h)", "(f)"):
+    for rule in ("(i)", "(g)", "(e)", "(h)", "(f)", "(j)"):
         assert rule in found, (rule, found)
     assert found.count("(i)") == 1, "an issue number in Further reading is fine"

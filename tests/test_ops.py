@@ -143,7 +143,7 @@ def test_dropping_a_side_effect_op_unregisters_it():
 
 
 def test_a_positional_name_and_single_names_written_alone():
-    op = declare("t::alone", args="x", writes="x", mutates_args="x", returns="none")
+    op = declare("t::alone", args="x", writes="x", mutates_args=("x",), returns="none")
     assert op.schema == "t::alone(Tensor(a0!) x) -> ()"
     assert OpSpec(name="t::a", args="xy").args == ("xy",)  # one argument called xy, not x and y
 
