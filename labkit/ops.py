@@ -240,8 +240,8 @@ class LabOp:
     def _check_live(self) -> None:
         if self.stale:
             raise StaleOpError(
-                f"This handle to {self.name} is stale: the op was redeclared or dropped. "
-                "Use the handle the latest declare() returned.")
+                f"This handle to {self.name} is stale: the op was redeclared or dropped since (in a notebook: "
+                "a setup cell run again drops it). Run again the cell that declares it, then this one.")
 
     @property
     def overload(self):
