@@ -50,7 +50,7 @@ def test_auditing_a_dropped_handle_refuses_instead_of_crashing():
         print(report.findings[0].problem)
     """))
     assert lines[0] == "False input"
-    assert "stale" in lines[1] and "latest declare()" in lines[1]
+    assert "stale" in lines[1] and "Run again the cell that declares it" in lines[1]
 
 
 def test_auditing_a_redeclared_handle_is_not_a_clean_bill_of_health():
