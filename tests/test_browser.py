@@ -142,6 +142,19 @@ def _environment_is_current() -> bool:
     return installed.exists() and installed.read_text() == stamp
 
 
+PRINTED: dict[str, str] = {}   # the lab's URL -> the URL ./lab open printed for it
+
+
+def _printed_url(log: pathlib.Path, port: int) -> str:
+    """The URL Jupyter printed for a learner to open (what --no-browser leaves them with), once it is logged."""
+    pattern = re.compile(rf"http://127\.0\.0\.1:{port}/\S*")
+    deadline = time.monotonic() + 60
+    while not (found := pattern.findall(log.read_text())) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert found, f"./lab open printed no URL: {log.read_text()[-2000:]}"
+    return found[-1]
+
+
 @pytest.fixture(scope="module")
 def lab_url(tmp_path_factory):
     if not _environment_is_current():
@@ -171,6 +184,7 @@ def lab_url(tmp_path_factory):
                 assert server.poll() is None, (home / "server.log").read_text()[-3000:]
                 assert time.monotonic() < deadline, "the server did not answer in 5 minutes"
                 time.sleep(0.5)
+        PRINTED[url] = _printed_url(home / "server.log", port)
         yield url
     finally:
         server.terminate()
@@ -343,6 +357,17 @@ def file_browser(page, timeout_s: float = 120) -> dict:
         last = shown
         page.wait_for_timeout(1000)
     raise AssertionError(f"the file browser's listing did not settle: {last}")
+
+
+def test_the_url_lab_open_prints_opens_notebook_00(lab_url, browser):
+    """./lab open --no-browser leaves a learner with a URL: it must land on notebook 00, not the Launcher."""
+    page = new_page(browser)
+    try:
+        page.goto(PRINTED[lab_url], wait_until="domcontentloaded", timeout=300_000)
+        page.wait_for_function(f"() => {NOTEBOOK}?.context?.path === 'notebooks/{FIRST_RUN}.ipynb'",
+                               timeout=300_000, polling=500)
+    finally:
+        page.close()
 
 
 def test_first_run_opens_notebook_00_and_runs_all_without_a_popup_or_an_error(lab_url, browser):
