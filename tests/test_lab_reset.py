@@ -4,6 +4,7 @@ Run on copies of the lab script and notebooks, with git history (a clone; Binder
 download: the copy binder/postBuild keeps). It needs no virtual environment and installs nothing.
 """
 
+import json
 import os
 import pathlib
 import shutil
@@ -39,7 +40,21 @@ def lab_copy(tmp_path):
 
 
 def _edit(notebook: pathlib.Path) -> bytes:
-    notebook.write_text(notebook.read_text().replace('"cells": [', '"cells": [ ', 1))
+    """A learner's edit: a line added to the first code cell."""
+    data = json.loads(notebook.read_text())
+    cell = next(c for c in data["cells"] if c["cell_type"] == "code")
+    source = cell["source"]
+    cell["source"] = ["# my note\n", *source] if isinstance(source, list) else "# my note\n" + source
+    notebook.write_text(json.dumps(data))
+    return notebook.read_bytes()
+
+
+def _run(notebook: pathlib.Path) -> bytes:
+    """What running a notebook changes: outputs and execution counts, no cell's text."""
+    data = json.loads(notebook.read_text())
+    for i, cell in enumerate(c for c in data["cells"] if c["cell_type"] == "code"):
+        cell["execution_count"], cell["outputs"] = 100 + i, []
+    notebook.write_text(json.dumps(data))
     return notebook.read_bytes()
 
 
@@ -61,6 +76,21 @@ def test_reset_by_number_restores_the_last_commit_and_keeps_the_learners_copy(la
     assert _lab(lab_copy, "reset", "02_mutates_args").returncode == 0
     assert (lab_copy / "notebooks" / "02_mutates_args.mine-2.ipynb").read_bytes() == again  # the first kept
     assert "already as published" in _lab(lab_copy, "reset", "02").stdout
+    assert "choose Revert" in done.stdout, "JupyterLab's File Changed dialog focuses Overwrite: the message says Revert"
+
+
+def test_a_notebook_only_run_is_restored_without_a_mine_copy(lab_copy):
+    """Run All changes outputs and counts, not a cell of the learner's: nothing to keep beside it."""
+    _git(lab_copy, "init", "-q")
+    _git(lab_copy, "add", ".")
+    _git(lab_copy, "commit", "-qm", "published")
+    published = (lab_copy / "notebooks" / NAME).read_bytes()
+    _run(lab_copy / "notebooks" / NAME)
+    done = _lab(lab_copy, "reset")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "nothing to keep" in done.stdout and "choose Revert" in done.stdout
+    assert (lab_copy / "notebooks" / NAME).read_bytes() == published
+    assert not list((lab_copy / "notebooks").glob("*.mine*")), "no .mine copy of a notebook only run"
 
 
 def test_without_git_reset_uses_the_copy_postbuild_kept(lab_copy, tmp_path):
