@@ -18,8 +18,19 @@ Importing labkit changes nothing in torch; ``setup()`` turns the cache policy on
 """
 
 import importlib
+import sys
 
-from .env import TorchTooOld, check_torch
+try:
+    import torch  # noqa: F401 - labkit is about torch: without it, one sentence instead of a traceback
+except ImportError:
+    _fix = ("run ./lab once in the lab's folder (it installs torch into .venv), then use .venv/bin/python; "
+            "on Colab, torch is already there")
+    if "labkit.preflight" in getattr(sys, "orig_argv", ()):     # python -m labkit.preflight: its own ✘ line
+        print(f"✘ torch is not installed in this Python ({sys.executable}): {_fix}.")
+        raise SystemExit(1) from None
+    raise ImportError(f"labkit needs torch, and this Python ({sys.executable}) has none: {_fix}.") from None
+
+from .env import TorchTooOld, check_torch  # noqa: E402
 
 _version_note = check_torch()  # raises TorchTooOld, one sentence, on a torch that is too old
 

@@ -1,3 +1,5 @@
+import os
+import subprocess
 import threading
 from pathlib import Path
 
@@ -143,3 +145,24 @@ def test_setup_returns_its_report_as_a_dict_that_a_notebook_does_not_show_twice(
     assert isinstance(info, dict) and info == labkit.env.report(), "setup() still returns the report, as a dict"
     assert info["device"] in capsys.readouterr().out, "…after printing it"
     assert DisplayFormatter().format(info) == ({}, {}), "IPython displays nothing for it as a cell's value"
+
+
+def _python_without_torch() -> str | None:
+    """A Python on this machine that has no torch (the system one, on CI's machine), or None."""
+    import shutil
+
+    for name in ("python3", "python3.11", "python3.12", "python3.10"):
+        path = shutil.which(name)
+        if path and subprocess.run([path, "-c", "import torch"], capture_output=True).returncode != 0:
+            return path
+    return None
+
+
+@pytest.mark.skipif(_python_without_torch() is None, reason="every Python here has torch")
+def test_preflight_on_a_python_without_torch_is_one_sentence():
+    """`python -m labkit.preflight`, the form an instructor lists first, run with the wrong Python: its own ✘ line."""
+    done = subprocess.run([_python_without_torch(), "-m", "labkit.preflight"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert done.returncode == 1
+    assert done.stdout.startswith("✘ torch is not installed in this Python") and done.stdout.count("\n") == 1
+    assert done.stderr == "", "no traceback"
