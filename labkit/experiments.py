@@ -16,17 +16,17 @@ from .stages import compile_and_compare
 # What the kernel really does is the same in every case but "over-declared" and "no fake":
 # it adds 1 to x in place. What changes is what it *declares*.
 DECLARATIONS: dict[str, tuple[str, dict]] = {
-    "correct": ("writes x, declares mutates_args=('x',)",
+    "correct": ("writes x and declares mutates_args=('x',)",
                 dict(writes=("x",), mutates_args=("x",), returns="none")),
-    "undeclared mutation": ("writes x, declares mutates_args=()",
+    "undeclared mutation": ("writes x but declares mutates_args=()",
                             dict(writes=("x",), mutates_args=(), returns="none")),
-    "over-declared": ("writes nothing, declares mutates_args=('x',)",
+    "over-declared": ("writes nothing but declares mutates_args=('x',)",
                       dict(writes=(), mutates_args=("x",), returns="none")),
     "returns its input": ("writes x, declares it, and returns x itself",
                           dict(writes=("x",), mutates_args=("x",), returns="input")),
-    "no fake kernel": ("pure, returns a new tensor, no register_fake",
+    "no fake kernel": ("is pure and returns a new tensor, but has no register_fake",
                        dict(writes=(), mutates_args=(), returns="fresh", fake=False)),
-    '"unknown"': ("writes x, declares mutates_args='unknown'",
+    '"unknown"': ("writes x and declares mutates_args='unknown'",
                   dict(writes=("x",), mutates_args="unknown", returns="none")),
 }
 DYNAMIC_CHOICES = {"False": False, "True": True, "None": None}

@@ -43,14 +43,77 @@ def ran_outside_graphs(fate: dict) -> bool:
     return fate["dynamo"] is False and fate["ran"] is True
 
 
-def fate_line(report: StageReport, op_name: str) -> str:
-    marks = {True: "kept", False: "REMOVED", None: "—"}
+STAGE_NAMES = {"dynamo": "Dynamo", "aot": "AOTAutograd", "inductor": "Inductor"}
+# What a stage's mark means; the table, the text and the picture all use these words.
+KEPT, REMOVED, RAISED, NOT_REACHED, NOT_USED, NO_GRAPH = (
+    "kept", "removed", "torch raised here", "not reached", "not used", "no graph")
+OUTSIDE = "in no graph (a graph break): ran eagerly"
+_PICTURE_WORDS = {RAISED: "torch\nraised here", OUTSIDE: "graph break:\nran eagerly"}   # two lines in a box
+TONES = {KEPT: "ok", REMOVED: "bad", RAISED: "bad", NOT_REACHED: "muted", NOT_USED: "muted", NO_GRAPH: "muted",
+         OUTSIDE: "warn"}
+ORDINALS = ("first", "second", "third", "fourth", "fifth")
+
+
+def stage_marks(report: StageReport, op_name: str) -> dict[str, str]:
+    """The op's mark at each stage (``dynamo``, ``aot``, ``inductor``), from the graphs and code that exist:
+    kept or removed where the stage made something; where torch raised; not reached after that; not used by
+    this backend. One source of truth for the table, the text and the picture, so they cannot disagree."""
     fate = report.fate(op_name)
-    if ran_outside_graphs(fate):
+    raised = report.error.raised_in if report.error else ""
+    marks, stopped = {}, False
+    for stage in STAGE_NAMES:
+        if ran_outside_graphs(fate):
+            marks[stage] = OUTSIDE
+        elif stage not in report.stages():
+            marks[stage] = NOT_USED
+        elif fate[stage] is not None:
+            marks[stage] = KEPT if fate[stage] else REMOVED
+        elif raised == STAGE_NAMES[stage]:
+            marks[stage], stopped = RAISED, True
+        else:
+            marks[stage] = NOT_REACHED if (stopped or report.error) else NO_GRAPH
+    return marks
+
+
+def ran_mark(report: StageReport, op_name: str) -> str:
+    """Whether the op's kernel ran compiled: yes, no, or "—" when torch raised before it could have."""
+    return {True: "yes", False: "no", None: "—"}[report.fate(op_name)["ran"]]
+
+
+def call_name(report: StageReport, index: int) -> str:
+    """``"the second call (inputs of shape [6])"``."""
+    which = ORDINALS[index] if index < len(ORDINALS) else f"call number {index + 1}"
+    shape = report.shapes[index] if index < len(report.shapes) else "?"
+    return f"the {which} call (inputs of shape {shape or 'none'})"
+
+
+def what_happened(report: StageReport) -> list[str]:
+    """One clause per run that torch stopped: where it raised, on which call. torch's message follows each."""
+    said = []
+    if report.eager_error:
+        said.append(f"Eager: torch raised on {call_name(report, report.eager_error.call)}")
+    error = report.error
+    if error:
+        done = [STAGE_NAMES[s] for s in report.stages() if report.made(s)]
+        where = call_name(report, error.call)
+        if error.raised_in == "run time":
+            said.append(f"torch.compile: traced by {_and(done)}, then torch raised at run time, on {where}")
+        elif error.raised_in == "Dynamo" or not done:
+            said.append(f"torch.compile: torch raised while Dynamo traced {where}, so no graph went further")
+        else:
+            said.append(f"torch.compile: traced by {_and(done)}, then torch raised in {error.raised_in}, on {where}")
+    return said
+
+
+def fate_line(report: StageReport, op_name: str) -> str:
+    marks = stage_marks(report, op_name)
+    if OUTSIDE in marks.values():
         return f"{op_name}: in no graph (a graph break: Dynamo ran it eagerly) · kernel ran: yes"
-    ran = {True: "yes", False: "NO", None: "—"}[fate["ran"]]
-    return (f"{op_name}: Dynamo {marks[fate['dynamo']]} · AOT {marks[fate['aot']]} · "
-            f"Inductor {marks[fate['inductor']]} · kernel ran: {ran}")
+    words = {stage: ("REMOVED" if mark == REMOVED else "—" if mark in (NOT_USED, NO_GRAPH) else mark)
+             for stage, mark in marks.items()}
+    ran = ran_mark(report, op_name)
+    return (f"{op_name}: Dynamo {words['dynamo']} · AOT {words['aot']} · Inductor {words['inductor']} · "
+            f"kernel ran: {'NO' if ran == 'no' else ran}")
 
 
 def _require_report(report, caller: str) -> None:
@@ -75,30 +138,49 @@ def _ops_to_show(report: StageReport, ops) -> list[str]:
     return list(ops)
 
 
+def head_line(report: StageReport) -> str:
+    return (f"backend={report.backend} · dynamic={report.dynamic} · calls on inputs of shape "
+            f"{' then '.join(report.shapes)} · graphs compiled per call {report.graphs_per_call}")
+
+
 def summary(report: StageReport, ops: list[str] | None = None) -> str:
-    """A few lines: the experiment, the verdict, kernel calls, each op's fate."""
+    """A few lines: the experiment, the verdict or where torch raised, kernel runs, each op's fate."""
     _require_report(report, "summary")
     ops = _ops_to_show(report, ops)
-    lines = [f"backend={report.backend}  dynamic={report.dynamic}  inputs: {' | '.join(report.shapes)}"]
-    if report.eager_error:
-        lines.append(f"eager raised {report.eager_error.type_name}: {report.eager_error.message}")
-    if report.error:
-        lines.append(f"torch.compile raised {report.error.type_name}: {report.error.message}")
+    lines = [head_line(report)]
+    for sentence, error in zip(what_happened(report), [e for e in (report.eager_error, report.error) if e]):
+        lines.append(f"{sentence}: {error.type_name}: {error.message}")
     if report.verdict:
         lines.append(("✔ " if report.verdict.agree else "✘ ") + str(report.verdict))
-    lines.append(f"graphs compiled per call: {report.graphs_per_call}")
     for op in ops:
-        lines.append(f"{op}: real kernel calls eager={report.eager_calls.get(op, 0)} "
-                     f"compiled={report.compiled_calls.get(op, 0)}")
-        if report.ok:
-            lines.append("  " + fate_line(report, op))
+        lines.append(f"{op}: kernel runs eager {report.eager_calls.get(op, 0)}, compiled "
+                     f"{report.compiled_calls.get(op, 0)}")
+        lines.append("  " + fate_line(report, op))
     return "\n".join(lines)
 
 
-def stage_code(report: StageReport) -> dict[str, str]:
+class StageCode(dict):
+    """Each stage's readable code, by stage. Asking for a stage that made none says why, in one sentence."""
+
+    def __init__(self, report: StageReport, codes: dict[str, str]):
+        super().__init__(codes)
+        self._report = report
+
+    def __missing__(self, stage):
+        report = self._report
+        made = ", ".join(repr(s) for s in self) or "none"
+        why = (f"torch raised first: {report.error.type_name}: {report.error.message}" if report.error
+               else f"the backend {report.backend!r} has no {STAGE_NAMES.get(stage, stage)} stage"
+               if stage in STAGE_NAMES and stage not in report.stages()
+               else "this experiment made no such code")
+        raise KeyError(f"no {CODE_TITLES.get(stage, stage)} for this report ({why}); it has: {made}.")
+
+
+def stage_code(report: StageReport) -> StageCode:
     """Readable code for each stage that ran (graphs joined when Dynamo made several).
 
-    ``"backward"`` is there only when the experiment ran ``.backward()`` (``backward=True``).
+    ``"backward"`` is there only when the experiment ran ``.backward()`` (``backward=True``). A stage that made
+    no code raises KeyError with one sentence: the error torch raised before it, or why it is absent.
     """
     out = {}
     for stage, codes in (("dynamo", [g.code for g in report.dynamo_graphs]),
@@ -109,7 +191,7 @@ def stage_code(report: StageReport) -> dict[str, str]:
             out[stage] = codes[0]
         elif codes:
             out[stage] = "\n\n".join(f"# graph {i + 1} of {len(codes)}\n{c}" for i, c in enumerate(codes))
-    return out
+    return StageCode(report, out)
 
 
 def text(report: StageReport, ops: list[str] | None = None) -> str:
@@ -132,42 +214,68 @@ def _highlight(code: str, ops: list[str]) -> str:
     return escaped
 
 
+COLOURS = {"ok": "#1b7f3b", "bad": "#b00020", "warn": "#8a5a00", "muted": "#777777"}
+_CELL = "padding:3px 10px;border-bottom:1px solid #ddd"
+_NUMBER = _CELL + ";text-align:right;font-variant-numeric:tabular-nums"
+_PRE = ("font-family:monospace;font-size:11px;white-space:pre-wrap;word-break:break-all;text-align:left;"
+        "margin:4px 0;padding:6px;background:#f7f7f7")
+
+
+def _mark_cell(mark: str, span: int = 1) -> str:
+    weight = "bold" if TONES[mark] in ("bad", "warn") else "normal"
+    return (f'<td style="{_CELL};color:{COLOURS[TONES[mark]]};font-weight:{weight}"'
+            f'{f" colspan={span}" if span > 1 else ""}>{mark}</td>')
+
+
+def fate_table(report: StageReport, ops: list[str]) -> str:
+    """Kernel runs (eager, compiled) and the op's mark at each stage, one row per op, columns aligned."""
+    heads = ["op", "kernel runs, eager", "kernel runs, compiled", "Dynamo graph", "AOTAutograd graph", "Inductor code"]
+    rows = []
+    for op in ops:
+        marks = stage_marks(report, op)
+        cells = (_mark_cell(OUTSIDE, 3) if OUTSIDE in marks.values() else "".join(_mark_cell(marks[s]) for s in marks))
+        rows.append(f'<tr><td style="{_CELL}"><code>{html.escape(op)}</code></td>'
+                    f'<td style="{_NUMBER}">{report.eager_calls.get(op, 0)}</td>'
+                    f'<td style="{_NUMBER}">{report.compiled_calls.get(op, 0)}</td>{cells}</tr>')
+    head = "".join(f'<th style="{_CELL};text-align:{"right" if "runs" in h else "left"}">{h}</th>' for h in heads)
+    note = (f"<p style='color:{COLOURS['muted']};font-size:90%;margin:2px 0'>"
+            f"{'not used: this backend stops before that stage · ' if NOT_USED in _all_marks(report, ops) else ''}"
+            "kernel runs: the real kernel's calls, counted inside it, over all calls</p>")
+    return f"<table style='border-collapse:collapse;margin:4px 0'><tr>{head}</tr>{''.join(rows)}</table>{note}"
+
+
+def _all_marks(report: StageReport, ops) -> set[str]:
+    return {mark for op in ops for mark in stage_marks(report, op).values()}
+
+
+def _error_html(sentence: str, error, same: bool = False) -> str:
+    """torch's message after where it raised, wrapped; in full on demand. ``same``: eager's message again."""
+    message = "the same message as eager's" if same else f"{error.type_name}: {error.message}"
+    return (f"<p style='color:{COLOURS['bad']};margin:4px 0'><b>{html.escape(sentence)}:</b> "
+            f"{html.escape(message)}</p>"
+            f"<details><summary>torch's full message</summary><pre style='{_PRE}'>{html.escape(error.full)}</pre>"
+            "</details>")
+
+
 def to_html(report: StageReport, ops: list[str] | None = None) -> str:
+    """The report as HTML: the experiment, what happened, the table, and the code of every stage that made some.
+    Wraps long lines itself (a widget's HTML does not wrap by default)."""
     _require_report(report, "render.to_html")
     ops = _ops_to_show(report, ops)
     verdict = ""
     if report.verdict is not None:
-        colour = "#1b7f3b" if report.verdict.agree else "#b00020"
-        verdict = f'<p style="color:{colour};font-weight:bold">{html.escape(str(report.verdict))}</p>'
-    errors = "".join(
-        f'<p style="color:#b00020"><b>{label} raised {html.escape(e.type_name)}</b>: {html.escape(e.message)}</p>'
-        for label, e in (("eager", report.eager_error), ("torch.compile", report.error)) if e)
-    rows = "".join(
-        f"<tr><td><code>{html.escape(op)}</code></td><td>{report.eager_calls.get(op, 0)}</td>"
-        f"<td>{report.compiled_calls.get(op, 0)}</td>"
-        + (_outside_cells() if report.ok and ran_outside_graphs(report.fate(op)) else
-           "".join(_fate_cell(report.fate(op)[s]) if report.ok else "<td>—</td>" for s, _ in STAGES[:3]))
-        + "</tr>" for op in ops)
-    table = ("<table><tr><th>op</th><th>calls eager</th><th>calls compiled</th>"
-             + "".join(f"<th>{t}</th>" for _, t in STAGES[:3]) + f"</tr>{rows}</table>")
+        colour = COLOURS["ok"] if report.verdict.agree else COLOURS["bad"]
+        verdict = f'<p style="color:{colour};font-weight:bold;margin:4px 0">{html.escape(str(report.verdict))}</p>'
+    raised = [e for e in (report.eager_error, report.error) if e]
+    errors = "".join(_error_html(sentence, error, same=i == 1 and error.message == raised[0].message)
+                     for i, (sentence, error) in enumerate(zip(what_happened(report), raised)))
     code = "".join(
         f"<details{' open' if stage != 'dynamo' else ''}><summary>{CODE_TITLES[stage]}</summary>"
-        f"<pre style='font-family:monospace;font-size:11px;white-space:pre;text-align:left'>"
-        f"{_highlight(c, ops)}</pre></details>"
+        f"<pre style='{_PRE}'>{_highlight(c, ops)}</pre></details>"
         for stage, c in stage_code(report).items())
-    head = (f"<p><code>backend={report.backend}</code> · <code>dynamic={report.dynamic}</code> · "
-            f"inputs {html.escape(' | '.join(report.shapes))} · graphs per call {report.graphs_per_call}</p>")
-    return f"<div class='labkit-report' style='text-align:left'>{head}{verdict}{errors}{table}{code}</div>"
-
-
-def _outside_cells() -> str:
-    return '<td colspan="3" style="color:#8a5a00"><b>in no graph: a graph break, ran eagerly</b></td>'
-
-
-def _fate_cell(present: bool | None) -> str:
-    if present is None:
-        return "<td>—</td>"
-    return "<td>kept</td>" if present else '<td style="color:#b00020"><b>removed</b></td>'
+    head = f"<p style='margin:4px 0'>{html.escape(head_line(report))}</p>"
+    return (f"<div class='labkit-report' style='text-align:left;white-space:normal'>{head}{verdict}{errors}"
+            f"{fate_table(report, ops)}{code}</div>")
 
 
 class Shown:
@@ -191,34 +299,107 @@ def show(report: StageReport, ops: list[str] | None = None) -> Shown:
     return Shown(report, ops)
 
 
-def draw_fate(report: StageReport, op_name: str, ax=None):
-    """A picture of the op's path through the stages: kept (green) or removed (red)."""
+def verdict_word(report: StageReport) -> str:
+    if report.verdict is None:
+        return "torch raised"
+    return "agree" if report.verdict.agree else "DIFFER" if report.verdict.problems else "cannot say"
+
+
+def report_facts(report: StageReport, op_name: str) -> dict[str, str]:
+    """What a panel says of one op in one state, as short facts: what "changed since the last state" compares."""
+    marks = stage_marks(report, op_name)
+    return {"eager vs compiled": verdict_word(report),
+            "kernel runs, eager": str(report.eager_calls.get(op_name, 0)),
+            "kernel runs, compiled": str(report.compiled_calls.get(op_name, 0)),
+            **{f"{STAGE_NAMES[s]} {'code' if s == 'inductor' else 'graph'}": m for s, m in marks.items()},
+            "graphs compiled per call": str(report.graphs_per_call)}
+
+
+def changes_html(controls: list[tuple[str, object, object]], before: dict[str, str] | None,
+                 after: dict[str, str]) -> str:
+    """One line: which controls changed since the previous state, and which facts changed with them."""
+    if before is None or not controls:
+        return ""
+    flipped = ", ".join(f"{name} {old!s} → {new!s}" for name, old, new in controls)
+    moved = [f"{html.escape(key)}: {html.escape(before[key])} → <b>{html.escape(value)}</b>"
+             for key, value in after.items() if key in before and before[key] != value]
+    said = "; ".join(moved) if moved else "nothing else changed"
+    return (f"<div style='white-space:normal;border-left:4px solid #e6a700;background:#fff8e1;padding:3px 8px;"
+            f"margin:4px 0'><b>Since the previous state</b> ({html.escape(flipped)}): {said}.</div>")
+
+
+def naming_html(result, story: str) -> str:
+    """The naming experiment's table: each step's declaration, what its handle reports, kernel runs, x, the cache."""
+    hit = f"<b style='color:{COLOURS['bad']}'>hit: reused</b>"
+    rows = "".join(
+        f"<tr><td style='{_CELL}'>{i + 1}. declare <code>{html.escape(s.name)}</code> as <b>{s.declared}</b>, "
+        f"compile</td><td style='{_CELL}'><code>{html.escape(s.schema_now)}</code></td>"
+        f"<td style='{_NUMBER}'>{s.kernel_calls}</td><td style='{_CELL}'>{s.x_after} (eager {s.x_after_eager})</td>"
+        f"<td style='{_CELL}'>{hit if s.stale else 'miss: compiled'}</td></tr>"
+        for i, s in enumerate(result.steps))
+    heads = ("step", "this step's handle reports now", "kernel runs", "x after the compiled call", "FX/AOT cache")
+    head = "".join(f"<th style='{_CELL};text-align:{'right' if h == 'kernel runs' else 'left'}'>{h}</th>"
+                   for h in heads)
+    return (f"<div style='white-space:normal'><p style='margin:4px 0'>The kernel always adds 1 to <code>x</code> "
+            f"(zeros); only the declaration changes. Cache policy <code>{html.escape(result.policy)}</code>, in a "
+            f"fresh cache directory.</p><table style='border-collapse:collapse;margin:4px 0'><tr>{head}</tr>{rows}"
+            f"</table><p style='margin:4px 0'>{html.escape(story)}</p></div>")
+
+
+_FILL = {"ok": "#c8ecd2", "bad": "#f8c9cf", "warn": "#fde9c4", "muted": "#e6e6e6"}
+
+
+def draw_fate(report: StageReport, op_name: str, ax=None, title: bool = True):
+    """A picture of the op's path through the stages, with the marks the table uses (kept, removed, …)."""
     import matplotlib.pyplot as plt
 
     _require_report(report, "draw_fate")
     if ax is None:
         _, ax = plt.subplots(figsize=(7.5, 1.6))
-    fate = report.fate(op_name)
-    outside = ran_outside_graphs(fate)
-    for i, (stage, _title) in enumerate(STAGES):
-        present = fate[stage]
-        colour = {True: "#c8ecd2", False: "#f8c9cf", None: "#e6e6e6"}[present]
-        word = {True: "kept", False: "removed", None: "not run"}[present]
-        if outside and stage != "ran":
-            colour, word = "#fde9c4", "graph break"
-        if stage == "ran":
-            word = {True: "yes", False: "no", None: "—"}[present]
-        ax.add_patch(plt.Rectangle((i * 2.5, 0), 2.1, 1, facecolor=colour, edgecolor="#555"))
-        ax.text(i * 2.5 + 1.05, 0.68, _PICTURE_TITLES[stage], ha="center", va="center", fontsize=9)
-        ax.text(i * 2.5 + 1.05, 0.25, word, ha="center", va="center", fontsize=10, weight="bold")
+    marks = stage_marks(report, op_name)
+    ran = ran_mark(report, op_name)
+    boxes = [(_PICTURE_TITLES[s], marks[s], TONES[marks[s]]) for s in marks]
+    boxes.append((_PICTURE_TITLES["ran"], ran, {"yes": "ok", "no": "bad", "—": "muted"}[ran]))
+    for i, (label, word, tone) in enumerate(boxes):
+        ax.add_patch(plt.Rectangle((i * 2.5, 0), 2.1, 1, facecolor=_FILL[tone], edgecolor="#555"))
+        ax.text(i * 2.5 + 1.05, 0.68, label, ha="center", va="center", fontsize=9)
+        ax.text(i * 2.5 + 1.05, 0.25, _PICTURE_WORDS.get(word, word), ha="center", va="center",
+                fontsize=10 if word not in _PICTURE_WORDS else 8, weight="bold")
         if i:
             ax.annotate("", xy=(i * 2.5, 0.5), xytext=(i * 2.5 - 0.4, 0.5),
                         arrowprops=dict(arrowstyle="->", color="#555"))
-    ax.set_xlim(-0.1, len(STAGES) * 2.5)
+    ax.set_xlim(-0.1, len(boxes) * 2.5)
     ax.set_ylim(-0.1, 1.1)
     ax.axis("off")
-    ax.set_title(f"{op_name}  (backend={report.backend}, dynamic={report.dynamic})", fontsize=10)
+    if title:
+        ax.set_title(f"{op_name}  (backend={report.backend}, dynamic={report.dynamic})", fontsize=10)
     return ax
+
+
+_FATE_PNGS: dict[tuple, str] = {}
+
+
+def fate_picture_html(report: StageReport, op_name: str) -> str:
+    """:func:`draw_fate`'s picture as an HTML image (a widget shows it so); cached by what it shows."""
+    import base64
+    import io
+
+    import matplotlib.pyplot as plt
+
+    key = (tuple(stage_marks(report, op_name).values()), ran_mark(report, op_name))
+    if key not in _FATE_PNGS:
+        ax = draw_fate(report, op_name, title=False)
+        buffer = io.BytesIO()
+        ax.figure.savefig(buffer, format="png", dpi=72, bbox_inches="tight")
+        plt.close(ax.figure)
+        _FATE_PNGS[key] = base64.b64encode(buffer.getvalue()).decode()
+    alt = html.escape(", ".join(f"{STAGE_NAMES[s]} {m}" for s, m in zip(STAGE_NAMES, key[0])) + f", ran {key[1]}")
+    return f"<img alt='{alt}' title='{alt}' src='data:image/png;base64,{_FATE_PNGS[key]}' style='max-width:100%'>"
+
+
+def _and(items) -> str:
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def inductor_kernel_calls(code: str) -> list[str]:
@@ -334,11 +515,6 @@ def gpu_recording_html(status: recordings.Status, lacks: str = "a CUDA GPU and T
         parts.append(f"<details><summary>How the recorded code differs ({changed} changed lines; - recorded, "
                      f"+ this kernel's)</summary><pre style='{pre}'>{html.escape(chr(10).join(diff))}</pre></details>")
     return "".join(parts + ["</div>"])
-
-
-def _and(phrases) -> str:
-    phrases = list(phrases)
-    return phrases[0] if len(phrases) == 1 else ", ".join(phrases[:-1]) + " and " + phrases[-1]
 
 
 class _GpuRecordingView:

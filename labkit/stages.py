@@ -126,6 +126,8 @@ class TorchError:
     type_name: str
     message: str
     full: str
+    raised_in: str = ""  # compiled: "Dynamo", "AOTAutograd" or "Inductor" (while compiling), or "run time"
+    call: int = 0        # which call (0 = the first) raised
 
     def __str__(self):
         return f"[{self.stage}] {self.type_name}: {self.message}"
@@ -380,6 +382,7 @@ def compare_runs(originals: Sequence[Sequence], eager: list, compiled: list,
     ``.backward()`` itself leaves its gradients there.
     """
     many = len(originals) > 1
+    shapes = [call_shapes(call) for call in originals]
     bad_outputs, bad_inputs, mutated_e, mutated_c, caveats = [], {}, [], [], []
     for i, (orig, (out_e, args_e), (out_c, args_c)) in enumerate(zip(originals, eager, compiled)):
         plain = list(names or input_names(None, len(orig)))
@@ -400,17 +403,31 @@ def compare_runs(originals: Sequence[Sequence], eager: list, compiled: list,
                 bad_inputs.setdefault(label, []).append((i, label in changed_e, label in changed_c))
     problems = []
     if bad_outputs:
-        problems.append("outputs differ" + (f" (calls {', '.join(map(str, bad_outputs))})" if many else ""))
-    problems += _input_problems(bad_inputs, many)
+        problems.append("outputs differ" + (f" {for_inputs([shapes[i] for i in bad_outputs])}" if many else ""))
+    problems += _input_problems(bad_inputs, shapes if many else None)
     return Verdict(not bad_outputs, not bad_inputs, tuple(mutated_e), tuple(mutated_c), tuple(problems),
                    caveats=tuple(dict.fromkeys(caveats)))
 
 
-def _input_problems(bad: dict[str, list], many: bool, what: str = "") -> list[str]:
-    """One sentence per input (or state tensor) whose final value differs between the runs."""
+def call_shapes(call: Sequence) -> str:
+    """A call's tensor inputs by their shapes, ``"[4]"`` or ``"[4] and [2, 3]"``: how a learner tells calls apart."""
+    shapes = [str(list(a.shape)) for a in call if isinstance(a, torch.Tensor)]
+    return " and ".join(shapes) if shapes else "no tensor"
+
+
+def for_inputs(shapes: Sequence[str]) -> str:
+    """``"for the inputs of shape [4] and [6]"``: the calls a finding holds for, named by their inputs' shapes."""
+    unique = list(dict.fromkeys(shapes))
+    listed = unique[0] if len(unique) == 1 else ", ".join(unique[:-1]) + " and " + unique[-1]
+    return f"for the input{'s' if len(shapes) > 1 else ''} of shape {listed}"
+
+
+def _input_problems(bad: dict[str, list], shapes: Sequence[str] | None, what: str = "") -> list[str]:
+    """One sentence per input (or state tensor) whose final value differs between the runs; with ``shapes``
+    (several calls), the calls it differs in, named by their inputs' shapes."""
     problems = []
     for name, cases in bad.items():
-        calls = f" (calls {', '.join(str(i) for i, _, _ in cases)})" if many else ""
+        calls = f" {for_inputs([shapes[i] for i, _, _ in cases])}" if shapes else ""
         _, changed_e, changed_c = cases[0]
         problems.append(f"{what}{name} differs afterwards{calls}: eager {'changed' if changed_e else 'left'} it, "
                         f"compiled {'changed' if changed_c else 'left'} it"
@@ -709,7 +726,7 @@ class FunctionState:
                 caveats.append(f"labkit cannot compare what {label} holds afterwards ({type(e).__name__})")
             elif not same:
                 bad[label] = [(0, label in eager_end, label in compiled_end)]
-        return _input_problems(bad, many=False, what=""), caveats
+        return _input_problems(bad, None, what=""), caveats
 
 
 def _has_grad_slot(tensor: torch.Tensor) -> bool:
@@ -813,15 +830,25 @@ class StageReport:
         return sum(self.graphs_per_call[1:])
 
     def fate(self, op_name: str) -> dict[str, bool | None]:
-        """Whether ``op_name`` is present at each stage (None: the stage did not run)."""
+        """Whether ``op_name`` is present at each stage, from the graphs and code that exist (None: the stage
+        made none). ``ran``: its kernel ran compiled; None when torch raised before it could have."""
         namespace, name = split_qualname(op_name)
         code = "\n".join(self.inductor_code)
+        ran = self.compiled_calls.get(op_name, 0) > 0
         return {
             "dynamo": any(g.has(op_name) for g in self.dynamo_graphs) if self.dynamo_graphs else None,
             "aot": any(g.has(op_name) for g in self.aot_graphs) if self.aot_graphs else None,
             "inductor": (f"torch.ops.{namespace}.{name}." in code) if self.inductor_code else None,
-            "ran": self.compiled_calls.get(op_name, 0) > 0 if self.error is None else None,
+            "ran": ran if self.error is None or ran else None,
         }
+
+    def made(self, stage: str) -> bool:
+        """Whether ``stage`` (``dynamo``, ``aot``, ``inductor``) produced a graph or code in this experiment."""
+        return bool({"dynamo": self.dynamo_graphs, "aot": self.aot_graphs, "inductor": self.inductor_code}[stage])
+
+    def stages(self) -> tuple[str, ...]:
+        """The stages this backend runs, in order: ``dynamo``, then ``aot`` and ``inductor`` where it has them."""
+        return ("dynamo",) + {"eager": (), "aot_eager": ("aot",), "inductor": ("aot", "inductor")}[self.backend]
 
 
 def _recording_backend(backend: str, dynamo_graphs: list, aot_graphs: list, backward_graphs: list) -> Callable:
@@ -901,6 +928,22 @@ def _run_all(fn: Callable, call_args: list[tuple], names: list[str], stage: str,
         except Exception as error:  # noqa: BLE001 - torch's errors become data
             return runs, as_torch_error(error, stage), grads
     return runs, None, grads
+
+
+_DYNAMO_ERRORS = {"TorchRuntimeError", "Unsupported", "UserError", "InternalTorchDynamoError",
+                  "UncapturedHigherOrderOpError"}
+
+
+def _raised_in(error: TorchError, backend: str, made: tuple[int, int, int]) -> str:
+    """Where torch raised during a compiled call, from the exception chain and what that call produced
+    (new Dynamo graphs, AOTAutograd graphs, Inductor modules): a stage while compiling, or "run time"."""
+    types = {part.split(":", 1)[0] for part in error.full.split("\n\ncaused by ")}
+    dynamo, aot, inductor = made
+    if "BackendCompilerFailed" in types:
+        return "Inductor" if backend == "inductor" and aot else "AOTAutograd"
+    if types & _DYNAMO_ERRORS and not aot and not inductor:
+        return "Dynamo"
+    return "run time"
 
 
 def _with_gradients(verdict: Verdict, eager: list, compiled: list) -> Verdict:
@@ -998,13 +1041,15 @@ def compile_and_compare(
         compiled_runs, compiled_grads, error = [], [], None
         with internals.graph_caches_off(), internals.collect_inductor_code(code), \
                 internals.own_automatic_dynamic_state():
-            for c in call_args:
-                before = len(dynamo_graphs)
+            for i, c in enumerate(call_args):
+                before = (len(dynamo_graphs), len(aot_graphs), len(code))
                 runs, error, grads = _run_all(compiled, [c], names, "compiled", backward, state)
                 compiled_runs += runs
                 compiled_grads += grads
-                per_call.append(len(dynamo_graphs) - before)
+                per_call.append(len(dynamo_graphs) - before[0])
                 if error is not None:
+                    made = (len(dynamo_graphs) - before[0], len(aot_graphs) - before[1], len(code) - before[2])
+                    error = dataclasses.replace(error, raised_in=_raised_in(error, backend, made), call=i)
                     break
         seconds = time.perf_counter() - start
         compiled_calls, compiled_state = lab_ops.call_counts(), state.now()
@@ -1012,8 +1057,11 @@ def compile_and_compare(
     finally:
         state.restore()
 
-    # Report the ops this experiment involved (called, or traced), not every op alive in the process.
-    involved = {name for name, n in {**eager_calls, **compiled_calls}.items() if n} | {
+    if eager_error is not None:
+        eager_error = dataclasses.replace(eager_error, call=len(eager_runs))
+    # Report the ops this experiment involved (run eagerly, run compiled, or traced), not every op alive in
+    # the process. (A merged dict would let compiled's 0 hide eager's runs of an op no graph holds.)
+    involved = {name for counts in (eager_calls, compiled_calls) for name, n in counts.items() if n} | {
         node.custom_op for graph in dynamo_graphs for node in graph.nodes if node.custom_op in compiled_calls}
     eager_calls = {name: eager_calls.get(name, 0) for name in sorted(involved)}
     compiled_calls = {name: compiled_calls.get(name, 0) for name in sorted(involved)}

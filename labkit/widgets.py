@@ -45,17 +45,22 @@ class LabWidget:
         self.controls = controls
         self.heading = widgets.HTML(f"<p><b>{html.escape(self.title)}</b></p>")  # as in the static view
         self.status = widgets.HTML()
+        self.changes = widgets.HTML()    # what changed since the previous state: not part of a state's view
         self.view = widgets.HTML()
         self._cache: dict = {}
         self._holding = False
+        self._last: tuple | None = None  # (state, facts) of the state shown before this one
         for control in controls.values():
             control.observe(self._changed, names="value")
-        for control in controls.values():
+        self._labels = {}
+        for name, control in controls.items():   # one label style for every control: a label, then the control
+            self._labels[name] = widgets.Label(control.description or name, layout=widgets.Layout(width="110px"))
+            control.description = ""
             if isinstance(control, widgets.ToggleButtons):
-                control.style.button_width = "86px"
-            control.style.description_width = "90px"
-        self._controls_box = widgets.VBox(list(controls.values()))
-        self.ui = widgets.VBox([self.heading, self._controls_box, self.status, self.view])
+                control.style.button_width = control.style.button_width or "86px"
+        self._rows = [widgets.HBox([self._labels[name], control]) for name, control in controls.items()]
+        self._controls_box = widgets.VBox(self._rows)
+        self.ui = widgets.VBox([self.heading, self._controls_box, self.status, self.changes, self.view])
         self.update()
 
     # -- state ------------------------------------------------------------------------------
@@ -127,6 +132,11 @@ class LabWidget:
     def render(self, result) -> str:  # pragma: no cover
         raise NotImplementedError
 
+    def facts(self, result) -> dict[str, str]:
+        """The state's outcome as short facts ("kernel runs, compiled": "0"): what "since the previous state"
+        compares. Each widget names its own; none by default."""
+        return {}
+
     def cacheable(self, result) -> bool:
         """Whether ``result`` stays true while the state is unchanged (override when it may not)."""
         return True
@@ -149,8 +159,10 @@ class LabWidget:
         if fresh:
             self.status.value = "<i>⏳ compiling this state for the first time…</i>"
         try:
-            self._show(state, self.render(self.result(state)))
+            result = self.result(state)
+            self._show(state, self.render(result))
             self.status.value = "" if not fresh else "<i>computed now (seen states come back instantly)</i>"
+            self._note_changes(state, self.facts(result))
         except Exception as error:  # noqa: BLE001 - a widget must never kill a learner's kernel
             self.status.value = ""
             self._show(state, f"<p style='color:#b00020'><b>labkit could not compute this state</b>: "
@@ -160,6 +172,15 @@ class LabWidget:
             self._show(state, "<p style='color:#b00020'><b>Interrupted</b> (Ctrl-C / the stop button) before "
                               "this state finished compiling: change a control to compute again.</p>")
             raise
+
+    def _note_changes(self, state: tuple, facts: dict[str, str]) -> None:
+        """Say which controls changed since the state shown before, and which facts changed with them."""
+        if self._last is not None and self._last[0] != state:
+            flipped = [(name, old, new) for name, old, new in zip(self.controls, self._last[0], state) if old != new]
+            self.changes.value = render.changes_html(flipped, self._last[1], facts)
+        elif self._last is None:
+            self.changes.value = ""
+        self._last = (state, facts)
 
     def _show(self, state: tuple, view_html: str) -> None:
         """Draw ``view_html`` and remember the state it shows (what the static view and repr name)."""
@@ -191,7 +212,8 @@ class LabWidget:
 
     def all_widgets(self) -> list[widgets.Widget]:
         """Every ipywidget this lab made: controls, heading, status, view, their boxes, layouts and styles."""
-        made = [*self.controls.values(), self.heading, self.status, self.view, self._controls_box, self.ui]
+        made = [*self.controls.values(), *self._labels.values(), *self._rows, self.heading, self.status,
+                self.changes, self.view, self._controls_box, self.ui]
         parts = [part for widget in made for part in (getattr(widget, "layout", None), getattr(widget, "style", None))
                  if isinstance(part, widgets.Widget)]
         return made + parts
@@ -246,17 +268,19 @@ class DeclarationLab(LabWidget):
 
     def render(self, result) -> str:
         schema, report = result
-        declaration = self.controls["declaration"].value
+        declaration = self._shown_declaration()
         meaning = DECLARATIONS[declaration][0]
         op_name = declaration_spec(declaration, self.namespace).name
-        return (f"<p><b>{html.escape(declaration)}</b>: the kernel {html.escape(meaning)}.<br>"
-                f"schema: <code>{html.escape(schema)}</code><br>"
-                f"<code>def step(x): out = op(x); return x * 2 if out is None else x + out</code>, "
-                f"called on x of shapes {html.escape(' then '.join(report.shapes))}</p>"
-                + render.to_html(report, [op_name]))
+        return (f"<div style='white-space:normal'><p style='margin:4px 0'><b>{html.escape(declaration)}</b>: the "
+                f"kernel {html.escape(meaning)}.<br>schema: <code>{html.escape(schema)}</code><br>"
+                f"<code>def step(x): out = op(x); return x * 2 if out is None else x + out</code></p>"
+                + render.fate_picture_html(report, op_name) + render.to_html(report, [op_name]) + "</div>")
 
+    def _shown_declaration(self) -> str:
+        return self.controls["declaration"].value
 
-_HIT = "<b style='color:#b00020'>hit: reused</b>"
+    def facts(self, result) -> dict[str, str]:
+        return render.report_facts(result[1], declaration_spec(self._shown_declaration(), self.namespace).name)
 
 
 class NamingLab(LabWidget):
@@ -303,17 +327,14 @@ class NamingLab(LabWidget):
     def render(self, result) -> str:
         if result.problem:
             return f"<p style='color:#b00020'><b>That name cannot be used:</b> {html.escape(result.problem)}</p>"
-        rows = "".join(
-            f"<tr><td>{i + 1}. declare <code>{html.escape(s.name)}</code> as <b>{s.declared}</b>, compile</td>"
-            f"<td><code>{html.escape(s.schema_now)}</code></td><td>{s.kernel_calls}</td>"
-            f"<td>{s.x_after} (eager {s.x_after_eager})</td>"
-            f"<td>{_HIT if s.stale else 'miss: compiled'}</td></tr>"
-            for i, s in enumerate(result.steps))
-        table = ("<table><tr><th>step</th><th>this step's handle reports now</th><th>kernel runs</th>"
-                 "<th>x after the compiled call</th><th>FX/AOT cache</th></tr>" + rows + "</table>")
-        return (f"<p>The kernel always adds 1 to <code>x</code> (zeros); only the declaration changes. "
-                f"Cache policy <code>{html.escape(result.policy)}</code>, in a fresh cache directory.</p>"
-                + table + f"<p>{html.escape(naming_story(result))}</p>")
+        return render.naming_html(result, naming_story(result))
+
+    def facts(self, result) -> dict[str, str]:
+        if result.problem:
+            return {"outcome": "name refused"}
+        return {f"step {i + 1} {what}": value for i, s in enumerate(result.steps)
+                for what, value in (("cache", "hit: reused" if s.stale else "miss: compiled"),
+                                    ("kernel runs", str(s.kernel_calls)), ("x after", str(s.x_after)))}
 
 
 class DynamicLab(LabWidget):
@@ -363,8 +384,12 @@ class DynamicLab(LabWidget):
     def render(self, result) -> str:
         op, report = result
         sizes = " | ".join(", ".join(g.input_shapes) for g in report.dynamo_graphs)
-        return (f"<p><code>def unused_result(x): op(x); return x + 1</code> — the op's result is never used.<br>"
-                f"schema <code>{html.escape(op.schema)}</code><br>"
-                f"graphs compiled per call: <b>{report.graphs_per_call}</b> (recompiles: {report.recompiles}); "
-                f"input shapes each graph was built for: <code>{html.escape(sizes)}</code></p>"
-                + render.to_html(report, [op.name]))
+        return (f"<div style='white-space:normal'><p style='margin:4px 0'><code>def unused_result(x): op(x); "
+                f"return x + 1</code>: the op's result is never used.<br>schema <code>{html.escape(op.schema)}</code>"
+                f"<br>graphs compiled per call: <b>{report.graphs_per_call}</b> (recompiles: {report.recompiles}); "
+                f"input shapes each graph was built for: <code>{html.escape(sizes or 'none')}</code></p>"
+                + render.fate_picture_html(report, op.name) + render.to_html(report, [op.name]) + "</div>")
+
+    def facts(self, result) -> dict[str, str]:
+        op, report = result
+        return render.report_facts(report, op.name)

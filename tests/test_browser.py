@@ -69,6 +69,7 @@ from playwright.sync_api import sync_playwright  # noqa: E402
 import labkit  # noqa: E402
 from labkit import recordings, render  # noqa: E402
 from labkit import widgets as lw  # noqa: E402
+from panel_check import contradictions  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "tools"))
 import screenshots  # noqa: E402
@@ -260,11 +261,20 @@ def widget_area(page):
 
 
 def control(area, widget: lw.LabWidget, name: str):
-    """The DOM element of one control, found by its description label."""
+    """The DOM element of one control, found by the label in front of it (every control's row: label, control)."""
     box = {"Dropdown": ".widget-dropdown", "ToggleButtons": ".widget-toggle-buttons", "Text": ".widget-text"}
     kind = type(widget.controls[name]).__name__
-    label = widget.controls[name].description
-    return area.locator(f"{box[kind]}:has(.widget-label:text-is('{label}'))")
+    label = widget._labels[name].value
+    return area.locator(f".widget-hbox:has(> .widget-label:text-is('{label}')) {box[kind]}")
+
+
+def op_of(widget: lw.LabWidget) -> str | None:
+    """The op whose row the widget's panel shows (the naming lab has none)."""
+    if isinstance(widget, lw.DeclarationLab):
+        return lw.declaration_spec(widget.state[0], widget.namespace).name
+    if isinstance(widget, lw.DynamicLab):
+        return widget.result()[0].name
+    return None
 
 
 def read_state(area, widget: lw.LabWidget) -> dict:
@@ -430,6 +440,10 @@ def test_widget_in_jupyterlab_shows_what_the_core_computes(name, lab_url, browse
             expected = expected_view(core.set(**state))
             shown = wait_for_view(page, area, expected)
             assert shown == expected, f"{name} after {change}: the page shows\n{shown}\nthe core says\n{expected}"
+            if op_of(core) is not None:   # the page's table against the graphs and code on the same page
+                on_page = area.locator(".widget-html-content").last.evaluate("e => e.innerHTML")
+                found = contradictions(on_page, op_of(core), state)
+                assert found == [], f"{name} after {change}: the page contradicts itself: {found}"
             area.screenshot(path=str(ARTIFACTS / f"{name}-{step}.png"))
         page.screenshot(path=str(ARTIFACTS / f"{name}-page.png"))
         step, target = SHOWCASE[name]

@@ -79,11 +79,13 @@ def test_dynamic_none_recompiles_once_then_goes_symbolic():
     assert report.verdict.mutated_eager == ("x@0", "x@1", "x@2")
 
 
-def test_a_multi_call_verdict_names_the_calls():
+def test_a_multi_call_verdict_names_the_calls_by_their_inputs_shapes():
+    """Never a bare call index next to kernel-call counts: the calls are named by their inputs."""
     op = declare(name="t::bump", writes=("x",), returns="none")
     report = compile_and_compare(calls_then_triples(op), calls=[(torch.ones(2),), (torch.ones(3),)])
-    assert str(report.verdict) == ("eager and compiled DIFFER: outputs differ (calls 0, 1); "
-                                   "x differs afterwards (calls 0, 1): eager changed it, compiled left it")
+    assert str(report.verdict) == ("eager and compiled DIFFER: outputs differ for the inputs of shape [2] and [3]; "
+                                   "x differs afterwards for the inputs of shape [2] and [3]: eager changed it, "
+                                   "compiled left it")
 
 
 @pytest.mark.parametrize("dynamic, expected", [(False, [1, 1, 1]), (True, [1, 0, 0])])

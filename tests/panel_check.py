@@ -1,0 +1,87 @@
+"""Reading a lab panel (the HTML a widget or ``labkit.show`` draws) as a learner does, and the contradictions a
+panel may not hold: a mark nobody is told about, "kept" beside printed code that lacks the op, "removed" beside
+code that holds it, a mark of a stage that did not run beside that stage's printed code, a bare call index.
+Used by tests/test_widget_states.py (every state, against plain-torch replicas) and tests/test_browser.py (the
+page JupyterLab really shows)."""
+
+import re
+from html.parser import HTMLParser
+
+COLUMNS = ("op", "kernel runs, eager", "kernel runs, compiled", "Dynamo graph", "AOTAutograd graph", "Inductor code")
+CODE = {"Dynamo graph": "Dynamo graph", "AOTAutograd graph": "AOTAutograd graph", "Inductor code": "Inductor code"}
+OLD_NAMES = {"calls eager": "kernel runs, eager", "calls compiled": "kernel runs, compiled"}  # read a531288's too
+MARKS = {"kept", "removed", "torch raised here", "not reached", "not used", "no graph",
+         "in no graph (a graph break): ran eagerly"}
+
+
+class Panel(HTMLParser):
+    """What a panel shows: its tables (rows of cell texts), its code sections (summary -> text), its text."""
+
+    def __init__(self, page: str):
+        super().__init__()
+        self.tables, self.code, self.text = [], {}, []
+        self._cell = self._summary = self._pre = None
+        self.feed(page)
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "table":
+            self.tables.append([])
+        elif tag == "tr" and self.tables:
+            self.tables[-1].append([])
+        elif tag in ("td", "th"):
+            self._cell = []
+        elif tag == "summary":
+            self._summary = []
+        elif tag == "pre":
+            self._pre = []
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self._cell is not None:
+            self.tables[-1][-1].append("".join(self._cell).strip())
+            self._cell = None
+        elif tag == "summary" and self._summary is not None:
+            self._last_summary, self._summary = "".join(self._summary).strip(), None
+        elif tag == "pre" and self._pre is not None:
+            self.code[getattr(self, "_last_summary", "")] = "".join(self._pre)
+            self._pre = None
+
+    def handle_data(self, data):
+        for part in (self._cell, self._summary, self._pre):
+            if part is not None:
+                part.append(data)
+        self.text.append(data)
+
+    def row(self, op: str) -> dict[str, str]:
+        for table in self.tables:
+            if table and table[0][:1] == ["op"]:
+                for cells in table[1:]:
+                    if cells and cells[0] == op:
+                        header = [OLD_NAMES.get(h, h) for h in table[0]]
+                        cells = cells + [cells[-1]] * (len(header) - len(cells))  # a colspan mark fills the rest
+                        return dict(zip(header, cells))
+        raise AssertionError(f"the panel has no row for {op}")
+
+
+
+
+def contradictions(page: str, op_name: str, state) -> list[str]:
+    """What the panel says that its own printed graphs and code, or its own words, contradict."""
+    panel, found = Panel(page), []
+    said = " ".join("".join(panel.text).split())
+    if "(calls " in said or re.search(r"calls \d", said):
+        found.append(f"{state}: a bare call index beside kernel-run counts")
+    row = panel.row(op_name)
+    for column, title in CODE.items():
+        mark, code = row.get(column, ""), panel.code.get(title)
+        namespace, name = op_name.split("::")
+        holds = code is not None and (f"{namespace}.{name}." in code)
+        if mark not in MARKS:
+            found.append(f"{state}: {column} shows {mark!r}, not a mark a learner is told about")
+        elif mark == "kept" and not holds:
+            found.append(f"{state}: {column} says kept, but the printed {title} lacks the op")
+        elif mark == "removed" and (code is None or holds):
+            found.append(f"{state}: {column} says removed, but the printed {title} " +
+                         ("is missing" if code is None else "holds the op"))
+        elif mark not in ("kept", "removed") and code is not None and not mark.startswith("in no graph"):
+            found.append(f"{state}: {column} says {mark!r}, yet the panel prints a {title}")
+    return found

@@ -1,0 +1,211 @@
+"""Every state of every widget says only what is true, and nothing its own panel contradicts.
+
+For each state, the panel (the HTML a learner reads) is parsed and checked against sources that do not go
+through labkit's report:
+- a replica of the experiment in plain torch (its own ``custom_op``, a counter inside its kernel, plain
+  ``torch.compile``): the kernel runs, eager and compiled, and whether eager and compiled agree or raise;
+- the panel's own printed graphs and code: "kept" means the op is in that stage's printed code, "removed"
+  that the code is printed and the op is not in it, any other mark that no code is printed for the stage;
+- for the naming lab, ``x`` itself: it starts at zeros and the kernel adds 1, so the value of ``x`` counts
+  the kernel's runs, and the story must agree with the table.
+Words that cannot be misread: no bare call index ("calls 0, 1") next to kernel-run counts, no "—" mark.
+"""
+
+import html
+import inspect
+import itertools
+import re
+
+import pytest
+import torch
+from torch._dynamo.backends.registry import lookup_backend
+
+import labkit
+from panel_check import Panel, contradictions
+from labkit import experiments as e
+from labkit import widgets as w
+
+pytestmark = pytest.mark.slow
+# --- plain-torch replicas ------------------------------------------------------------------------
+
+_serial = itertools.count()
+
+
+def replica_op(fields: dict):
+    """A plain custom_op with the kernel labkit's catalogue describes, counting its runs in a list."""
+    writes, returns = fields.get("writes", ()), fields.get("returns", "none")
+    runs = []
+
+    def kernel(x):
+        runs.append(1)
+        result = x * 2 if returns == "fresh" else x[x > 0] if returns == "data-dependent" else None
+        if "x" in writes:
+            x.add_(1)
+        return x if returns == "input" else result
+
+    kernel.__signature__ = inspect.Signature(
+        [inspect.Parameter("x", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=torch.Tensor)],
+        return_annotation=None if returns == "none" else torch.Tensor)
+    name = f"t_ws::op{next(_serial)}"
+    op = torch.library.custom_op(name, kernel, mutates_args=fields.get("mutates_args", ()))
+    if fields.get("fake", True):
+        op.register_fake(lambda x: x.new_empty(torch.library.get_ctx().new_dynamic_size())
+                         if returns == "data-dependent" else torch.empty_like(x) if returns == "fresh"
+                         else x if returns == "input" else None)
+    if fields.get("effect") == "side_effect":
+        torch.fx.node.has_side_effect(getattr(torch.ops.t_ws, name.split("::")[1]).default)
+    elif fields.get("effect") == "ordered":
+        from torch._library.effects import EffectType
+        op.register_effect(EffectType.ORDERED)
+    return op, runs
+
+
+def replica_run(program, make_inputs, backend, dynamic, fullgraph=False):
+    """(eager runs, compiled runs, eager raised, compiled raised, agree, graphs per call) in plain torch."""
+    op, runs = replica_op(program[1])
+    fn = program[0](op)
+    eager, eager_raised = [], False
+    for x in make_inputs():
+        try:
+            eager.append((fn(x), x))
+        except RuntimeError:
+            eager_raised = True
+            break
+    eager_runs, runs[:] = len(runs), []
+    graphs, per_call = [], []
+    real = lookup_backend(backend)
+
+    def counting(gm, example_inputs):
+        graphs.append(gm)
+        return real(gm, example_inputs)
+
+    torch.compiler.reset()   # every replica program shares its code object: no earlier state's graphs or limits
+    compiled_fn = torch.compile(program[0](op), backend=counting, dynamic=dynamic, fullgraph=fullgraph)
+    compiled, compiled_raised = [], False
+    with torch._inductor.config.patch(fx_graph_cache=False), torch._functorch.config.patch(enable_autograd_cache=False):
+        for x in make_inputs():
+            before = len(graphs)
+            try:
+                compiled.append((compiled_fn(x), x))
+            except Exception:  # noqa: BLE001 - torch raised: that is the fact to compare
+                compiled_raised = True
+                per_call.append(len(graphs) - before)
+                break
+            per_call.append(len(graphs) - before)
+    agree = None
+    if not eager_raised and not compiled_raised:
+        agree = all(torch.equal(a, b) and torch.equal(xa, xb) for (a, xa), (b, xb) in zip(eager, compiled))
+    return eager_runs, len(runs), eager_raised, compiled_raised, agree, per_call
+
+
+def check_panel(page: str, op_name: str, truth, state) -> list[str]:
+    """The contradictions between a panel and the truth (a plain-torch replica), and within the panel."""
+    panel, found = Panel(page), contradictions(page, op_name, state)
+    said = " ".join("".join(panel.text).split())
+    eager_runs, compiled_runs, eager_raised, compiled_raised, agree, per_call = truth
+    row = panel.row(op_name)
+    if row.get("kernel runs, eager") != str(eager_runs):
+        found.append(f"{state}: kernel runs, eager {row.get('kernel runs, eager')} (counted: {eager_runs})")
+    if row.get("kernel runs, compiled") != str(compiled_runs):
+        found.append(f"{state}: kernel runs, compiled {row.get('kernel runs, compiled')} (counted: {compiled_runs})")
+    if ("Eager: torch raised" in said) != eager_raised:
+        found.append(f"{state}: the panel {'does not say' if eager_raised else 'says'} eager raised")
+    if ("torch.compile: " in said) != compiled_raised:
+        found.append(f"{state}: the panel {'does not say' if compiled_raised else 'says'} torch.compile raised")
+    if agree is not None and (("eager and compiled agree" in said) != agree):
+        found.append(f"{state}: the panel's verdict disagrees with the replica (agree={agree})")
+    return found
+
+
+def _declaration_inputs():
+    return [torch.arange(4.0), torch.arange(6.0)]
+
+
+DECLARATION_STATES = [dict(zip(("declaration", "backend", "dynamic"), values)) for values in
+                      itertools.product(e.DECLARATIONS, ("aot_eager", "inductor"), e.DYNAMIC_CHOICES)]
+
+
+def test_every_declaration_lab_state_is_true_and_consistent():
+    lab = w.DeclarationLab(namespace="t_ws_d")
+    assert len(DECLARATION_STATES) == 36
+    found = []
+    try:
+        for state in DECLARATION_STATES:
+            lab.set(**state)
+            name = e.declaration_spec(state["declaration"], "t_ws_d").name
+            truth = replica_run((e.uses_result, e.DECLARATIONS[state["declaration"]][1]), _declaration_inputs,
+                                state["backend"], e.DYNAMIC_CHOICES[state["dynamic"]])
+            found += check_panel(lab.view.value, name, truth, state)
+            meaning = e.DECLARATIONS[state["declaration"]][0]
+            if not re.match(r"(writes|is|declares)\b", meaning):
+                found.append(f"{state}: 'the kernel {meaning}' lacks its verb")
+    finally:
+        lab.close()
+        labkit.drop_namespace("t_ws_d")
+    assert not found, f"{len(found)} contradictions:\n" + "\n".join(found)
+
+
+DYNAMIC_STATES = [s for s in (dict(zip(("dynamic", "declaration", "op_kind", "fullgraph", "shapes"), values))
+                              for values in itertools.product(e.DYNAMIC_CHOICES, e.DCE_DECLARATIONS, e.OP_KINDS,
+                                                              e.FULLGRAPH_CHOICES, e.SHAPE_SEQUENCES))
+                  if s["op_kind"] == "shape-following" or s["declaration"] == "pure, result unused"]
+
+
+def test_every_dynamic_lab_state_is_true_and_consistent():
+    lab = w.DynamicLab(namespace="t_ws_n")
+    assert len(DYNAMIC_STATES) == 108
+    found = []
+    try:
+        for state in DYNAMIC_STATES:
+            lab.set(**state)
+            op, report = lab.result()
+            fields = dict(e.DCE_DECLARATIONS[state["declaration"]])
+            if state["op_kind"] == "data-dependent":
+                fields["returns"] = "data-dependent"
+            sizes = e.SHAPE_SEQUENCES[state["shapes"]]
+            truth = replica_run((e.discards_result, fields), lambda sizes=sizes: [torch.ones(n) for n in sizes],
+                                "inductor", e.DYNAMIC_CHOICES[state["dynamic"]],
+                                e.FULLGRAPH_CHOICES[state["fullgraph"]])
+            found += check_panel(lab.view.value, op.name, truth, state)
+            if report.graphs_per_call != truth[5]:
+                found.append(f"{state}: graphs per call {report.graphs_per_call} (a counting backend: {truth[5]})")
+            if f"graphs compiled per call: {report.graphs_per_call}" not in html.unescape(re.sub("<[^>]+>", "",
+                                                                                               lab.view.value)):
+                found.append(f"{state}: the panel does not print its graphs per call")
+    finally:
+        lab.close()
+        labkit.drop_namespace("t_ws_n")
+    assert not found, f"{len(found)} contradictions:\n" + "\n".join(found)
+
+
+def test_every_naming_lab_setting_is_true_and_consistent():
+    lab = w.NamingLab(namespace="t_ws_m")
+    settings = list(lab.every_state())
+    assert len(settings) == 72
+    found = []
+    try:
+        for values in settings:
+            lab.set(**values)
+            result = lab.outcome
+            panel = Panel(lab.view.value)
+            said = " ".join("".join(panel.text).split())
+            if result.problem:
+                if "cannot be used" not in said:
+                    found.append(f"{values}: a refused name is not said to be refused")
+                continue
+            rows = next(t for t in panel.tables if t and t[0][:1] == ["step"])[1:]
+            for step, cells in zip(result.steps, rows):
+                runs, x_after = int(cells[2]), cells[3]
+                if step.x_after != [float(runs)] * len(step.x_after):
+                    found.append(f"{values}: kernel runs {runs}, but x (zeros + 1 per run) ends {step.x_after}")
+                if x_after.split(" (")[0] != str(step.x_after):
+                    found.append(f"{values}: the panel's x after {x_after} vs {step.x_after}")
+                if ("hit" in cells[4]) != (step.cache_hits > 0):
+                    found.append(f"{values}: the cache column says {cells[4]!r}, hits {step.cache_hits}")
+            second = result.steps[1]
+            if ("silently wrong" in said) != (second.stale and not second.correct):
+                found.append(f"{values}: the story's 'silently wrong' disagrees with x ({second.x_after} vs eager "
+                             f"{second.x_after_eager})")
+    finally:
+        lab.close()
+    assert not found, f"{len(found)} contradictions:\n" + "\n".join(found)
