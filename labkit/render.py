@@ -48,7 +48,7 @@ STAGE_NAMES = {"dynamo": "Dynamo", "aot": "AOTAutograd", "inductor": "Inductor"}
 KEPT, REMOVED, RAISED, NOT_REACHED, NOT_USED, NO_GRAPH = (
     "kept", "removed", "torch raised here", "not reached", "not used", "no graph")
 OUTSIDE = "in no graph (a graph break): ran eagerly"
-_PICTURE_WORDS = {RAISED: "torch\nraised here", OUTSIDE: "graph break:\nran eagerly"}   # two lines in a box
+_PICTURE_WORDS = {RAISED: "torch\nraised here", OUTSIDE: "graph break,\nran eagerly"}   # two lines in a box
 TONES = {KEPT: "ok", REMOVED: "bad", RAISED: "bad", NOT_REACHED: "muted", NOT_USED: "muted", NO_GRAPH: "muted",
          OUTSIDE: "warn"}
 ORDINALS = ("first", "second", "third", "fourth", "fifth")
