@@ -189,7 +189,7 @@ def _compile_findings(overload, call: _Call) -> list[Finding]:
 
     def discards_result(*inputs):
         overload(*inputs[:positional], **dict(zip(keywords, inputs[positional:])))
-        return tuple(t + 0 for t in _tensors_in(inputs))
+        return tuple(t.clone() for t in _tensors_in(inputs))   # every dtype clones (t + 0 fails for uint16)
 
     params = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in names]
     discards_result.__signature__ = inspect.Signature(params)  # verdicts name the op's arguments
@@ -208,6 +208,82 @@ def _compile_findings(overload, call: _Call) -> list[Finding]:
                     "this is what a user of the op would see under torch.compile",
                     "fix the declaration findings; a compile error usually means a missing or wrong fake kernel")
             for problem, labels in failures.items()]
+
+
+def _clone_alias_findings(overload, call: _Call) -> list[Finding]:
+    """Call the op compiled the way pytorch #198031 breaks it: a clone of an argument it writes passed as another
+    of its arguments (``y = x.clone(); op(y, x)``). Inductor may drop the clone and hand the op one buffer twice,
+    so a kernel that reads one while it writes the other computes something else than eagerly. Two programs:
+    one that never reads the clone again (the issue's), one that does; on distinct values (zeros hide a misread)."""
+    names, values = zip(*call.named(overload)) if call.args or call.kwargs else ((), ())
+    tensors = {name: v for name, v in zip(names, values) if isinstance(v, torch.Tensor) and not v.is_meta}
+    findings = []
+    for written in sorted(internals.written_args(overload) & tensors.keys()):
+        for other, value in tensors.items():
+            target = tensors[written]
+            if other == written or (value.shape, value.dtype, value.device) != (target.shape, target.dtype,
+                                                                                target.device):
+                continue
+            sample, seen = _with_distinct(values, names.index(written)), None
+            for reads_clone in (False, True):
+                report = compile_and_compare(_clone_passed(overload, call, names, written, other, reads_clone),
+                                             *sample, backend="inductor")
+                if report.verdict is not None and not report.verdict.agree and report.verdict.problems:
+                    seen = report
+                    break
+            if seen is None:
+                continue
+            twice = _called_with_one_buffer_twice(seen, overload)
+            findings.append(Finding(
+                "aliasing", f"called as op({other}=<a clone of {written}>, {written}=...), compiled with Inductor "
+                f"it gives another result than eagerly: {'; '.join(seen.verdict.problems)}",
+                ("Inductor's code calls the op with the same buffer for both: the clone was removed, and the kernel "
+                 f"reads '{other}' while it writes '{written}'" if twice else
+                 "the clone did not survive Inductor's passes as it does eagerly, and the kernel reads memory it "
+                 "writes") + " (pytorch #198031; torch 2.15.0 keeps such a clone of a graph input)",
+                f"have the kernel copy '{other}' first when the two share storage ({other}.untyped_storage()."
+                f"data_ptr() == {written}.untyped_storage().data_ptr()): free for distinct tensors, right on every "
+                f"release; declaring '{other}' as mutated too fixes the common case, not every program"))
+    return findings
+
+
+def _called_with_one_buffer_twice(report, overload) -> bool:
+    """Whether Inductor's generated code calls the op with one buffer in two argument places."""
+    namespace, name = internals.qualname_of(overload).split("::")
+    for line in "\n".join(report.inductor_code).splitlines():
+        found = re.search(rf"torch\.ops\.{namespace}\.{name}\.\w+\(([^()]*)\)", line)
+        if found:
+            args = [a.strip() for a in found.group(1).split(",") if a.strip() and "=" not in a]
+            if len(args) != len(set(args)):
+                return True
+    return False
+
+
+def _clone_passed(overload, call: _Call, names, written: str, other: str, reads_clone: bool):
+    """``f(*inputs)``: calls the op with a clone of ``written`` in ``other``'s place; returns what it wrote (and,
+    with ``reads_clone``, the clone too)."""
+    positional, keywords = len(call.args), list(call.kwargs)
+
+    def clone_passed(*inputs):
+        inputs = dict(zip(names, inputs))
+        inputs[other] = inputs[written].clone()
+        ordered = [inputs[name] for name in names]
+        overload(*ordered[:positional], **dict(zip(keywords, ordered[positional:])))
+        return (inputs[written].clone(), inputs[other].clone()) if reads_clone else inputs[written].clone()
+
+    clone_passed.__signature__ = inspect.Signature(
+        [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in names])
+    return clone_passed
+
+
+def _with_distinct(values: tuple, index: int) -> tuple:
+    """``values`` with the tensor at ``index`` holding distinct values (0, 1, 2, ... in its dtype): a kernel that
+    reads what it writes shows it on such data, not on zeros."""
+    tensor = values[index]
+    if tensor.dtype == torch.bool or tensor.is_complex() or tensor.numel() == 0:
+        return values
+    distinct = torch.arange(tensor.numel(), device=tensor.device).reshape(tensor.shape).to(tensor.dtype)
+    return (*values[:index], distinct, *values[index + 1:])
 
 
 _ERROR_DETAIL = re.compile(r"^(torch\.compile raised \w+): .*( \([^()]*dynamic=[^()]*\))$", re.S)
@@ -306,7 +382,7 @@ def audit(op, /, *sample_args, **sample_kwargs) -> AuditReport:
     findings, run = [], []
     with _torch_logs_held_back():
         for name, check in (("declaration", _declaration_findings), ("opcheck", _opcheck_findings),
-                            ("compile", _compile_findings)):
+                            ("compile", _compile_findings), ("aliasing", _clone_alias_findings)):
             run.append(name)
             try:
                 found = check(overload, call)
