@@ -56,6 +56,14 @@ NOTES = """
   2026-12-02 they ran from the cache directory, whose hash-named subfolders Python imports as packages: a
   folder `z3` there shadowed the z3 solver, and rows showed *crash (exit 1)* and *other* at random. The rows
   of that day were probed again in their environments (`--probes-only`; the JSON's `probed`).
+- **#198031 reproduces**: `reverse_into(src, dst)` (mutates `dst`, reads `src` element by element) called as
+  `y = x.clone(); reverse_into(y, x)` under `torch.compile`: Inductor removes the clone and calls the op with one
+  buffer twice, so the compiled result differs from eager (notebook 03 §4). 2.15.0 keeps a clone of a graph input
+  the graph writes (`remove_noop_ops`' "keep a real copy of a storage that is mutated in this graph"), which fixes
+  this program; the reinplacing fix proposed for the issue (PR #198260) is not in any release measured here.
+  **src declared too: y right**: with `mutates_args=("src", "dst")` the program above is right on every release,
+  but a program that also returns `y * 1.0` gets `y` wrong on 2.14.1 (Inductor swaps the roles of the clone and
+  `x`); a kernel that copies `src` when it shares storage with `dst` is right everywhere.
 - **#187319 reproduces**: two processes share the default compile cache; the second declares the
   op's mutation and still gets the first process's artifact (which drops the mutation).
 - **mutation lowers to**: what AOTAutograd wraps a custom op that declares `mutates_args` in.
@@ -109,6 +117,32 @@ def _():
     cache_demo.run_in_subprocess("pure", "default", where)
     fixed = cache_demo.run_in_subprocess("mutating", "default", where)
     return fixed["x_after"] != [1.0] * 4
+
+def _reverse_into(name, mutates):
+    def kernel(src: torch.Tensor, dst: torch.Tensor) -> None:
+        n = src.shape[0]
+        for k in range(n):
+            dst[n - 1 - k] = src[k]
+    return torch.library.custom_op(f"matrix::{name}", kernel, mutates_args=mutates)
+
+def _clone_then_op(op, reads_clone):
+    def f(x):
+        y = x.clone()
+        op(y, x)
+        return (y * 1.0, x * 1.0) if reads_clone else x * 1.0
+    eager = f(torch.arange(8.0))
+    torch.compiler.reset()
+    compiled = torch.compile(f)(torch.arange(8.0))
+    pairs = zip(eager, compiled) if reads_clone else [(eager, compiled)]
+    return all(torch.equal(a, b) for a, b in pairs)
+
+@probe("#198031 reproduces (y = x.clone(); op(y, x) compiled as op(x, x))")
+def _():
+    return not _clone_then_op(_reverse_into("reverse_dst", ("dst",)), reads_clone=False)
+
+@probe("#198031: src declared too, y read afterwards, right")
+def _():
+    return _clone_then_op(_reverse_into("reverse_both", ("src", "dst")), reads_clone=True)
 
 @probe("compile on a thread, then on the main thread")
 def _():
@@ -271,6 +305,8 @@ def version_key(row: dict) -> tuple:
 
 
 SHORT = {  # column headers for the probe's behaviours
+    "#198031 reproduces (y = x.clone(); op(y, x) compiled as op(x, x))": "#198031 reproduces",
+    "#198031: src declared too, y read afterwards, right": "#198031, src declared too: y right",
     "#187319 reproduces (stale artifact from the default cache)": "#187319 reproduces",
     "compile on a thread, then on the main thread": "compile on a thread, then main",
     "seeded op, result unused, removed by Inductor": "unused seeded op removed",

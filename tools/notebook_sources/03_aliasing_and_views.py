@@ -1,20 +1,18 @@
 # %% [markdown]
 # # 03 · Aliasing and views: a mutating op on a slice, and the no-alias rule
 #
+# A slice is not a copy: write into `x[1:3]` and `x` changes. The compiler has to know, exactly, which tensors
+# share memory, and when it gets that wrong a correctly declared op computes the wrong answer.
+#
 # **What you will learn**
-# - how a mutating op applied to a *view* of an input is functionalized through its base and written back;
-# - how Inductor then runs the op directly on a view of your tensor;
-# - why a custom op's outputs may not alias its inputs, and where torch enforces it (eager for
-#   `custom_op`, at compile time — warning or error — for lower-level registrations);
-# - why the popular `x.add_(1); return x` is not a valid mutating custom op, and the three forms that are.
+# - how a mutating op applied to a *view* is compiled: through its base, with a copy back;
+# - why a custom op's outputs may not alias its inputs, and where torch checks it;
+# - why `x.add_(1); return x` is not a valid mutating custom op;
+# - a case where Inductor hands a correctly declared op one buffer twice, and the kernel-side guard that helps.
 #
-# **Time:** about 20 minutes. **Before:** 02 · `mutates_args`.
-#
-# Outputs recorded on torch 2.13.0 (CPU).
+# **Time:** about 25 minutes. **Before:** 02 · `mutates_args`.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
-import os
+# %% tags=["nbval-ignore-output"]
 import warnings
 
 import torch
@@ -27,8 +25,7 @@ dropped = labkit.drop_namespace("nb03")
 # %% [markdown]
 # ## 1. A mutating op on a view
 #
-# `bump` adds 1 in place and says so. Apply it to a slice of the input: eagerly, the slice shares
-# storage with `x`, so `x` itself changes.
+# `bump` adds 1 in place and says so. Apply it to a slice: the slice shares storage with `x`, so `x` changes.
 
 # %%
 bump = labkit.declare(name="nb03::bump", writes=("x",), mutates_args=("x",), returns="none")
@@ -41,44 +38,44 @@ x = torch.zeros(5)
 print(bump_middle(x), x)
 
 # %% [markdown]
-# Functionalization has to reproduce that without in-place writes. It records the **base**
-# tensor and how the view was cut from it (`_x_base_index`, `_x_slice_dim/start/end`), lets the op
-# produce a new base, and copies the new base back into your input:
+# Compiled programs are *functional* inside: no tensor changes in place. So AOTAutograd records the **base**
+# and how the view was cut from it (`_x_base_index`, `_x_slice_start`, `_x_slice_end`), lets the op make a new
+# base, and copies the new base back into your input:
 
 # %%
 report = labkit.compile_and_compare(bump_middle, torch.zeros(5), backend="aot_eager")
 print(labkit.render.stage_code(report)["aot"])
+labkit.pictures.view_written_back(report, "nb03::bump", torch.zeros(5), x)
 
-# %%
-(node,) = report.aot_graphs[0].calls("nb03::bump")
+# %% tags=["check"]
+#@title Check: the call records the base and the slice, and the new base is copied back
 aot_code = labkit.render.stage_code(report)["aot"]
 assert "_x_base_index = 0, _x_slice_dim = 0, _x_slice_start = 1, _x_slice_end = 3" in aot_code, \
     "the call records the base and how the view x[1:3] was cut from it"
 assert "copy_.default(arg0_1" in aot_code, "the new base is copied back into the input"
 assert report.verdict.agree, "compiled == eager"
+assert x.tolist() == [0.0, 1.0, 1.0, 0.0, 0.0], "eager: the write through the view landed in x"
 
 # %% [markdown]
-# Inductor re-inplaces it: the op runs directly on a view of your tensor (`reinterpret_tensor` with
-# offset 1), no copy at all:
+# Inductor then *re-inplaces* it: the op runs directly on a view of your tensor (`reinterpret_tensor` at
+# offset 1), with no copy at all:
 
 # %%
 inductor_report = labkit.compile_and_compare(bump_middle, torch.zeros(5), backend="inductor")
 print(labkit.render.stage_code(inductor_report)["inductor"])
 
-# %%
-inductor_code = labkit.render.stage_code(inductor_report)["inductor"]
-assert "torch.ops.nb03.bump.default(reinterpret_tensor(arg0_1, (2, ), (1, ), 1))" in inductor_code, \
-    "Inductor runs the op directly on a view of the input, at offset 1"
+# %% tags=["check"]
+#@title Check: Inductor runs the op on a view of the input, at offset 1
+assert "torch.ops.nb03.bump.default(reinterpret_tensor(arg0_1, (2, ), (1, ), 1))" in \
+    labkit.render.stage_code(inductor_report)["inductor"], "Inductor runs the op on a view of the input, at offset 1"
 assert inductor_report.verdict.agree, "compiled == eager"
 
 # %% [markdown]
 # ## 2. Why an op's outputs may not alias its inputs
 #
-# That bookkeeping only works if the compiler knows *exactly* which tensors share storage. A mutation
-# is declared in the schema; an output that secretly shares memory with an input is not: the schema of a
-# `custom_op` has no way to say "this output is a view of `x`". So torch refuses outputs that are, or
-# view, an input. For `custom_op` it checks **in eager**, on every call — returning a view is refused just
-# like returning the input itself:
+# That bookkeeping works only if the compiler knows which tensors share storage. A mutation is in the schema.
+# An output that secretly views an input is not, so with the schema `custom_op` infers, torch refuses it in
+# eager: returning a view is refused like returning the input itself:
 
 # %%
 @torch.library.custom_op("nb03::first_row", mutates_args=())
@@ -92,15 +89,37 @@ except RuntimeError as error:
     alias_error = labkit.stages.as_torch_error(error, "eager")
 print(alias_error.message.split(" The most common")[0])
 
-# %%
+# %% tags=["check"]
+#@title Check: custom_op's inferred schema refuses a returned view, in eager
 assert alias_error is not None, "custom_op refuses, in eager, an output that is a view of an input"
 assert "may not alias any inputs" in alias_error.message, "torch's message: outputs may not alias any inputs"
 
 # %% [markdown]
-# Ops registered through the lower-level `torch.library.Library.define` (or C++) get no eager check.
-# For them AOTAutograd checks the outputs the first time the compiled code runs. Whether it **warns** or
-# **raises** depends on the environment: torch reads the `CI` variable when it starts
-# (`torch._functorch.config.error_on_custom_op_aliasing`). Here both settings, made explicit:
+# You *can* declare it: an explicit schema with an alias annotation, `(Tensor(a) x) -> Tensor(a)`, says "the
+# output views `x`". Then eager returns the view unchecked, and `torch.compile` is the one that refuses:
+
+# %%
+def first_row_view(x):
+    return x[:1]
+
+first_row_declared = torch.library.custom_op("nb03::first_row_declared", first_row_view, mutates_args=(),
+                                             schema="(Tensor(a) x) -> Tensor(a)")
+first_row_declared.register_fake(first_row_view)
+view = first_row_declared(torch.ones(3))
+compiled = labkit.compile_and_compare(lambda x: first_row_declared(x) + 1, torch.ones(3))
+print("eager returns a view:", view._base is not None, "| compiled:", compiled.error.message[:115])
+
+# %% tags=["check"]
+#@title Check: an alias-annotated schema passes eagerly; torch.compile refuses it
+assert view._base is not None, "eager: the declared view comes back unchecked"
+assert compiled.error is not None, "torch.compile refuses an op whose output has alias annotations"
+assert "Found a custom (non-ATen) operator whose output has alias annotations" in compiled.error.message, \
+    "torch's message names the alias annotation"
+
+# %% [markdown]
+# Ops registered with the lower-level `torch.library.Library.define` get no eager check: AOTAutograd checks
+# their outputs the first time the compiled code runs, and **warns** or **raises**, depending on
+# `torch._functorch.config.error_on_custom_op_aliasing` (its default follows the `CI` variable):
 
 # %%
 lib = torch.library.Library("nb03lib", "FRAGMENT")
@@ -108,32 +127,29 @@ lib.define("same(Tensor x) -> Tensor")
 lib.impl("same", lambda x: x, "CompositeExplicitAutograd")           # returns its input
 torch.library.register_fake("nb03lib::same", lambda x: torch.empty_like(x), lib=lib)
 
-def use_same(x):
-    return torch.ops.nb03lib.same(x) + 1
-
 outcomes = {}
 for raises in (False, True):
-    torch.compiler.reset()
     with labkit.checks.aliasing_check_raises(raises), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        try:
-            torch.compile(use_same, backend="aot_eager")(torch.ones(2))
-            outcomes[raises] = "warned" if any("may not alias" in str(w.message) for w in caught) else "silent"
-        except RuntimeError:
-            outcomes[raises] = "raised"
-    print(f"error_on_custom_op_aliasing={raises}: {outcomes[raises]}")
+        compiled = labkit.compile_and_compare(lambda x: torch.ops.nb03lib.same(x) + 1, torch.ones(2))
+        outcomes[raises] = "raised" if compiled.error else "warned" if any(
+            "may not alias" in str(w.message) for w in caught) else "silent"
+print(outcomes)
 
-# %%
+# %% tags=["check"]
+#@title Check: no eager check for Library.define; compiled, a warning or an error
+import os
+
 assert torch.ops.nb03lib.same(x) is x, "eager: no aliasing check for Library.define ops"
 assert outcomes == {False: "warned", True: "raised"}, \
     "compiled: AOTAutograd warns, or raises with error_on_custom_op_aliasing=True"
 if "TORCHINDUCTOR_ERROR_ON_CUSTOM_OP_ALIASING" not in os.environ:
     assert torch._functorch.config.error_on_custom_op_aliasing == bool(os.getenv("CI")), \
         "torch's default for error_on_custom_op_aliasing follows the CI variable"
-lib._destroy()
+del lib     # the Library is freed
 
 # %% [markdown]
-# ## 3. A claim in circulation: "`x.add_(1); return x` is a valid mutating custom op"
+# ## 3. "`x.add_(1); return x` is a valid mutating custom op"
 #
 # Blog posts show this pattern. Run it:
 
@@ -143,30 +159,24 @@ def seed(x: torch.Tensor) -> torch.Tensor:
     x.add_(1)
     return x
 
-@seed.register_fake
-def _(x):
-    return torch.empty_like(x)
-
+seed.register_fake(lambda x: torch.empty_like(x))
 try:
     seed(torch.ones(2))
     seed_error = None
 except RuntimeError as error:
-    seed_error = labkit.stages.as_torch_error(error, "eager")   # torch's message, as data
+    seed_error = labkit.stages.as_torch_error(error, "eager")
 print(seed_error.message.split(" The most common way")[0])
 
-# %%
+# %% tags=["check"]
+#@title Check: x.add_(1); return x fails in eager
 assert seed_error is not None, "x.add_(1); return x fails in eager"
 assert "must not also be an input to this custom operator" in seed_error.message, \
     "torch's message: a returned tensor must not also be an input"
 
 # %% [markdown]
-# It fails **in eager**, before any compiler is involved. The legal ways to write it:
-#
-# 1. return nothing: `-> None` with `mutates_args={"x"}` (02);
-# 2. return a *new* tensor, e.g. `x.clone()` after the update;
-# 3. on torch ≥ 2.13, return `x` itself with `tags=torch.Tag.inplace` (02).
-#
-# Form 2, run and compared:
+# It fails **in eager**, before any compiler. The legal forms: return nothing (`-> None`, notebook 02); return a
+# *new* tensor, e.g. `x.clone()` after the update (below); or return `x` itself with `tags=torch.Tag.inplace`
+# (02).
 
 # %%
 @torch.library.custom_op("nb03::seed_fixed", mutates_args={"x"})
@@ -174,19 +184,109 @@ def seed_fixed(x: torch.Tensor) -> torch.Tensor:
     x.add_(1)
     return x.clone()
 
-@seed_fixed.register_fake
-def _(x):
-    return torch.empty_like(x)
-
+seed_fixed.register_fake(lambda x: torch.empty_like(x))
 fixed_report = labkit.compile_and_compare(lambda x: seed_fixed(x) * 2, torch.ones(2), backend="inductor")
 print(fixed_report.verdict)
+
+# %% tags=["check"]
+#@title Check: returning a clone compiles and agrees with eager
 assert fixed_report.verdict.agree, "form 2, returning a clone: compiled == eager"
+
+# %% [markdown]
+# ## 4. When the compiler gets sharing wrong: a clone that vanishes
+#
+# Everything above was torch keeping track. Now a case where it does not. `reverse_into(src, dst)` writes `src`
+# reversed into `dst`, one element at a time, and declares exactly what it writes. The caller passes it a
+# **clone** of `x` as `src` and `x` itself as `dst`:
+
+# %%
+@torch.library.custom_op("nb03::reverse_into", mutates_args=("dst",))
+def reverse_into(src: torch.Tensor, dst: torch.Tensor) -> None:
+    n = src.shape[0]
+    for k in range(n):
+        dst[n - 1 - k] = src[k]
+
+reverse_into.register_fake(lambda src, dst: None)
+
+def reverse_in_place(x):
+    y = x.clone()
+    reverse_into(y, x)
+    return x * 1.0
+
+clone_report = labkit.compile_and_compare(reverse_in_place, torch.arange(8.0), backend="inductor")
+print(labkit.summary(clone_report).splitlines()[1])
+print(labkit.render.stage_code(clone_report)["inductor"])
+
+# %% [markdown]
+# On the torch these outputs come from (2.13), compiled and eager **differ**. The generated code shows why:
+# the op is called with the same buffer twice, `reverse_into.default(arg0_1, arg0_1)`. Inductor removed the
+# clone as a no-op (a copy whose value is never changed), and re-inplacing then let the op write into the
+# tensor it reads: halfway through, it reads values it has already overwritten. No error, no warning.
+
+# %% tags=["check"]
+#@title Check: the clone is gone and the result is wrong (a canary: it fails the day torch fixes this)
+inductor_code = labkit.render.stage_code(clone_report)["inductor"]
+if labkit.env.torch_version() < (2, 15):    # observed on 2.11, 2.13 and 2.14.1
+    assert "torch.ops.nb03.reverse_into.default(arg0_1, arg0_1)" in inductor_code, \
+        "torch fixed #198031 (the op no longer gets one buffer twice): update this lesson"
+    assert not clone_report.verdict.agree, "torch fixed #198031 (compiled == eager now): update this lesson"
+else:                                        # 2.15.0 keeps a clone of a graph input the graph writes
+    assert clone_report.verdict.agree, "2.15.0: compiled == eager"
+
+# %% [markdown]
+# Two ways to be safe on every release. The robust one is in the kernel: copy `src` first when it shares storage
+# with `dst` (free when they do not). The other declares `src` as mutated too, so Inductor keeps a copy; that
+# fixes this program, but a program that reads `y` afterwards can still differ on some releases
+# (`docs/torch-versions.md`). Both, compiled:
+
+# %%
+@torch.library.custom_op("nb03::reverse_guarded", mutates_args=("dst",))
+def reverse_guarded(src: torch.Tensor, dst: torch.Tensor) -> None:
+    if src.untyped_storage().data_ptr() == dst.untyped_storage().data_ptr():
+        src = src.clone()            # the two share memory: read from a copy
+    n = src.shape[0]
+    for k in range(n):
+        dst[n - 1 - k] = src[k]
+
+@torch.library.custom_op("nb03::reverse_both", mutates_args=("src", "dst"))
+def reverse_both(src: torch.Tensor, dst: torch.Tensor) -> None:
+    n = src.shape[0]
+    for k in range(n):
+        dst[n - 1 - k] = src[k]
+
+# %%
+safe = {}
+for label, op in {"the guarded kernel": reverse_guarded, "src declared too": reverse_both}.items():
+    op.register_fake(lambda src, dst: None)
+    program = lambda x, op=op: (op(x.clone(), x), x * 1.0)[1]      # y = x.clone(); op(y, x); return x
+    safe[label] = labkit.compile_and_compare(program, torch.arange(8.0), backend="inductor")
+    print(f"{label:<20}", safe[label].verdict)
+
+# %% tags=["check"]
+#@title Check: the guarded kernel agrees with eager; declaring src too fixes this program
+assert safe["the guarded kernel"].verdict.agree, "the kernel that copies shared memory first: compiled == eager"
+assert safe["src declared too"].verdict.agree, "declaring src as mutated too: compiled == eager on this program"
+
+# %% [markdown]
+# `labkit.audit` calls an op this way on purpose: for each argument it writes, it passes a clone of that argument
+# in another argument's place, compiles, and compares. On `reverse_into`:
+
+# %%
+audited = labkit.audit(reverse_into, torch.zeros(8), torch.zeros(8))
+print(next((str(f) for f in audited.findings if f.check == "aliasing"), "no aliasing finding"))
+
+# %% tags=["check"]
+#@title Check: audit reports the hazard where torch has it, and not on the guarded kernel
+aliasing = [f for f in audited.findings if f.check == "aliasing"]
+assert (len(aliasing) == 1) == (labkit.env.torch_version() < (2, 15)), "audit reports it where torch has the bug"
+assert not [f for f in labkit.audit(reverse_guarded, torch.zeros(8), torch.zeros(8)).findings
+            if f.check == "aliasing"], "the guarded kernel: no aliasing finding"
 
 # %% [markdown]
 # ## Exercise: two overlapping views
 #
-# `two_bumps` applies `bump` to `x[1:3]` and then to `x[2:4]`; the two views share `x[2]`. Predict `x`
-# after calling the **compiled** function on `torch.zeros(5)`, as a list of five floats, then run.
+# `two_bumps` applies `bump` to `x[1:3]` and then to `x[2:4]`; the two views share `x[2]`. Predict `x` after the
+# **compiled** function runs on `torch.zeros(5)`: a list of five numbers, e.g. `[0, 0, 0, 0, 0]`.
 
 # %%
 my_x_after = ...
@@ -200,45 +300,37 @@ def two_bumps(x):
 x_eager, x_compiled = torch.zeros(5), torch.zeros(5)
 two_bumps(x_eager)
 torch.compile(two_bumps)(x_compiled)
-if labkit.exercises.answered(my_x_after):
-    labkit.exercises.check([float(v) for v in my_x_after] == x_compiled.tolist() == x_eager.tolist(),
+if labkit.exercises.answered(my_x_after, "edit my_x_after in the cell above, run it, then this cell"):
+    labkit.exercises.check(isinstance(my_x_after, (list, tuple)) and [float(v) for v in my_x_after] ==
+                           x_compiled.tolist() == x_eager.tolist(),
                            "right: both writes land in x, the shared element twice, as in eager.",
-                           "Each view shares storage with x; which elements does each bump touch?")
+                           "each view shares storage with x: which elements does each bump touch?")
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
-# Solution: x[1:3] and x[2:4] overlap at index 2, so it is bumped twice. Functionalization tracks both
+#@title Solution (open it once you have tried)
+# x[1:3] and x[2:4] overlap at index 2, so it is bumped twice: [0, 1, 2, 1, 0]. Functionalization tracks both
 # views through the same base, so compiled equals eager.
 assert x_eager.tolist() == [0.0, 1.0, 2.0, 1.0, 0.0], "eager: both writes land in x, x[2] twice"
 assert x_compiled.tolist() == x_eager.tolist(), "compiled equals eager"
-print("solution checked")
 
 # %% [markdown]
 # ## In your own project
 #
-# The AOTAutograd graph above came from labkit's recording backend. torch prints it itself:
-# `TORCH_LOGS="aot_graphs" python my_script.py` from a shell, or `torch._logging.set_logs(aot_graphs=True)`
-# in a notebook (`labkit.torch_logs` is notebook 00's recipe for catching what it writes, so a cell can
-# assert on it). Here with a plain `custom_op`:
+# torch prints each stage itself: `TORCH_LOGS="aot_graphs,output_code" python my_script.py` shows the base and
+# slice of §1 and the buffers of §4 (`labkit.torch_logs` catches the same log in a notebook). To test an op
+# against §4's hazard, call it compiled with a clone of the tensor it writes passed as its other input, on
+# values that are not all equal, and compare with eager: that is what `labkit.audit` does.
 
 # %%
-@torch.library.custom_op("nb03::raw_bump", mutates_args={"x"})
-def raw_bump(x: torch.Tensor) -> None:
-    x.add_(1)
+with labkit.torch_logs(aot_graphs=True) as log:
+    torch.compiler.reset()
+    torch.compile(bump_middle, backend="aot_eager")(torch.zeros(5))
+print("\n".join(line.strip() for line in log.artifact("aot_graphs") if "nb03.bump" in line))
 
-
-def raw_bump_middle(x):
-    raw_bump(x[1:3])
-    return x * 2
-
-
-torch.compiler.reset()
-with labkit.torch_logs(aot_graphs=True) as log:          # torch._logging.set_logs(aot_graphs=True), caught
-    torch.compile(raw_bump_middle, backend="aot_eager")(torch.zeros(5))
+# %% tags=["check"]
+#@title Check: torch's own log shows the op on the view of its base, and the copy back
 aot_lines = [line.strip() for line in log.artifact("aot_graphs") if "torch.ops." in line]
-print("\n".join(aot_lines))
-
-# %%
-assert any("nb03.raw_bump.default" in line and "_x_slice_start = 1, _x_slice_end = 3" in line for line in aot_lines), \
+assert any("nb03.bump.default" in line and "_x_slice_start = 1, _x_slice_end = 3" in line for line in aot_lines), \
     "torch's AOTAutograd log shows the op on the view x[1:3] of its base"
 assert any("torch.ops.aten.copy_.default(arg0_1" in line for line in aot_lines), \
     "torch's AOTAutograd log shows the copy_ back into the input"
@@ -246,25 +338,32 @@ assert any("torch.ops.aten.copy_.default(arg0_1" in line for line in aot_lines),
 # %% [markdown]
 # ## What to remember
 #
-# - A mutating op on a view is functionalized through its **base** (`_x_base_index`, `_x_slice_…`) and
-#   written back with `copy_`; Inductor re-inplaces it onto a view of your tensor.
-# - Custom-op outputs may not alias inputs: `custom_op` refuses in eager; for `Library.define` ops
-#   AOTAutograd warns, or raises when `CI` is set (`torch._functorch.config.error_on_custom_op_aliasing`).
-# - If an op must return its mutated input, torch ≥ 2.13 has `tags=torch.Tag.inplace` (02); otherwise return
-#   a clone, or nothing.
+# - A mutating op on a view is compiled through its **base** and written back with `copy_`; Inductor then runs it
+#   on a view of your tensor.
+# - Outputs may not secretly alias inputs. `custom_op` refuses in eager with its inferred schema; an explicit
+#   alias annotation passes eagerly and is refused by `torch.compile`; `Library.define` ops are checked when the
+#   compiled code first runs.
+# - Return nothing, a clone, or (with `Tag.inplace`) the input itself — never `x.add_(1); return x`.
+# - A correct declaration is not always enough: a kernel that reads one input while it writes another should
+#   guard against the two sharing memory.
 #
 # ## Questions
 #
 # 1. Why does functionalization record the base and the slice of a view, instead of just the view?
-# 2. Why can a `custom_op` schema not express "this output is a view of `x`", and what does torch do about it?
+# 2. What does the alias annotation `Tensor(a)` promise, and why does `torch.compile` refuse it for a custom op?
 # 3. Why does the aliasing check for `Library.define` ops happen at compile time, not on every eager call?
-# 4. In the exercise, why is the shared element bumped twice, compiled as in eager?
+# 4. In §4, why is removing the clone harmless for most ops and wrong for `reverse_into`?
+# 5. In the exercise, why is the shared element bumped twice, compiled as in eager?
 #
 # ## Further reading
 #
 # - [`torch.library.custom_op`](https://docs.pytorch.org/docs/stable/library.html) — the rules on mutated
 #   arguments and returned tensors
 # - [The Custom Operators Manual](https://docs.google.com/document/d/1_W62p8WJOQQUzPsJYa7s701JXt0qf2OfLub2sbkHOaU)
-# - PyTorch tutorial, [Custom operators landing page](https://pytorch.org/tutorials/advanced/custom_ops_landing_page.html)
+# - pytorch [#198031](https://github.com/pytorch/pytorch/issues/198031): `y = x.clone(); op(y, x)` becomes
+#   `op(x, x)` (fix proposed in [#198260](https://github.com/pytorch/pytorch/pull/198260); same root cause as
+#   [#197829](https://github.com/pytorch/pytorch/issues/197829) and
+#   [#156786](https://github.com/pytorch/pytorch/issues/156786))
+# - pytorch [#131192](https://github.com/pytorch/pytorch/issues/131192): re-inplacing a custom op on a view
 #
 # **Next:** 04 · Names and compile caches.
