@@ -21,6 +21,7 @@ import contextlib
 import dataclasses
 import html
 import inspect
+import keyword
 import logging
 import re
 import time
@@ -44,6 +45,38 @@ OPCHECK_ADVICE = {
     "test_autograd_registration": ("autograd would not see the op correctly",
                                    "use register_autograd instead of a manual autograd.Function around the op"),
 }
+
+
+# What torch's message says went wrong -> (why it matters, the fix); tried in order, before OPCHECK_ADVICE.
+MESSAGE_ADVICE = (
+    (r"Argument (\w+) is not defined as mutable but was mutated",
+     ("the kernel writes an argument its schema says it only reads", "add '{0}' to mutates_args")),
+    (r"must not also be an input|may not alias",
+     ("an output is, or views, an input: the compiler assumes outputs are new tensors",
+      "return a new tensor (e.g. x.clone()) or nothing; an op returning its mutated input needs Tag.inplace")),
+    (r"no fake impl|No fake impl|does not have a fake",
+     ("the compiler traces with fake tensors and needs a fake kernel to know the output",
+      "register_fake a function that returns empty tensors of the right shape, dtype and device")),
+    (r"[Ss]hapes? .*(?:are not equal|mismatch)|size mismatch",
+     ("the fake kernel promises another shape than the kernel returns", "make the fake kernel's shape follow the "
+      "kernel's")),
+    (r"dtype", ("the fake kernel promises another dtype than the kernel returns",
+                "make the fake kernel return the kernel's dtype (e.g. x.new_empty(...), torch.empty_like)")),
+    (r"[Ss]tride", ("the fake kernel promises other strides than the kernel returns",
+                    "return tensors laid out like the kernel's (empty_like keeps the input's strides)")),
+    (r"Failed to normalize function",
+     ("torch could not match the sample inputs to the op's schema",
+      "pass inputs that fit the schema; an argument named like a Python keyword (from) cannot be passed by name")),
+)
+
+
+def _opcheck_advice(test: str, outcome: str) -> tuple[str, str]:
+    """(why, fix) for a failed opcheck test, read from torch's message first so it cannot contradict it."""
+    for pattern, (why, fix) in MESSAGE_ADVICE:
+        found = re.search(pattern, outcome)
+        if found:
+            return why, fix.format(*found.groups())
+    return OPCHECK_ADVICE.get(test, ("opcheck failed", "see torch's message"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -156,13 +189,54 @@ def _declaration_findings(overload, call: _Call) -> list[Finding]:
             "declaration", f"the kernel changes '{name}' in place but does not declare it",
             "the compiler believes the schema: it may drop the call or the write, silently (see notebooks 00, 02)",
             f"add '{name}' to mutates_args"))
+    torch_own = internals.qualname_of(overload).partition("::")[0] in internals.TORCH_OP_NAMESPACES
     for name in sorted(declared - written):
+        if torch_own or _writes_on_other_values(overload, call, name):
+            continue      # a write that left the values as they were is still a write: keep the declaration
         findings.append(Finding(
-            "declaration", f"'{name}' is declared as mutated but this call left it unchanged",
-            "correct, but the op can never be removed and carries functionalization (auto_functionalized + "
-            "copy_) for nothing (notebook 02)",
-            f"drop '{name}' from mutates_args if the kernel never writes it (this check saw one input only)"))
+            "declaration", f"'{name}' is declared as mutated, and neither this call nor one with other values "
+            f"in '{name}' changed it",
+            "if the kernel never writes it, the declaration costs: the op can never be removed and carries "
+            "functionalization (auto_functionalized + copy_) for nothing",
+            f"keep '{name}' declared if any input makes the kernel write it (a write of equal values is a write: "
+            "dropping the declaration then gives silently wrong results); drop it only if it is never written"))
     return findings
+
+
+def _writes_on_other_values(overload, call: _Call, name: str) -> bool:
+    """Whether the kernel changes ``name`` when it starts from other values (distinct, of both signs): a ``.out``
+    buffer pre-filled with the answer, ``zero_`` of zeros or ``relu_`` of non-negatives change nothing on the
+    sample, yet write."""
+    named = call.named(overload)
+    index = [n for n, _ in named].index(name)
+    value = named[index][1]
+    if not isinstance(value, torch.Tensor) or value.is_meta or value.numel() == 0 or value.dtype == torch.bool:
+        return False
+    other = _Call(*_replaced(call, index, _varied(value))).copy(overload)
+    before = other.named(overload)[index][1].clone()
+    try:
+        other.run(overload)
+    except Exception:  # noqa: BLE001 - these values may not suit the op: no evidence either way
+        return False
+    return _changed(before, other.named(overload)[index][1])
+
+
+def _varied(tensor: torch.Tensor) -> torch.Tensor:
+    """Values of both signs, all distinct where the dtype allows (unsigned types: 0, 1, 2, ...)."""
+    count = tensor.numel()
+    values = torch.arange(count, device=tensor.device) - (0 if not tensor.dtype.is_signed else count // 2)
+    return (values.to(torch.float32) + 0.5 if tensor.is_floating_point() else values).reshape(tensor.shape).to(
+        tensor.dtype)
+
+
+def _replaced(call: _Call, index: int, value) -> tuple[tuple, dict]:
+    """``call``'s (args, kwargs) with its input at ``index`` (positional first, then keyword) replaced."""
+    args, kwargs = list(call.args), dict(call.kwargs)
+    if index < len(args):
+        args[index] = value
+    else:
+        kwargs[list(kwargs)[index - len(args)]] = value
+    return tuple(args), kwargs
 
 
 def _holds_nan(value) -> bool:
@@ -175,7 +249,7 @@ def _opcheck_findings(overload, call: _Call) -> list[Finding]:
     findings = []
     for test, outcome in checks.opcheck(overload, call.args, kwargs=call.kwargs).items():
         if outcome != "ok":
-            why, fix = OPCHECK_ADVICE.get(test, ("opcheck failed", "see torch's message"))
+            why, fix = _opcheck_advice(test, outcome)
             if nan_inputs and "are different" in outcome:
                 fix = (f"first rerun on inputs without NaN: {', '.join(nan_inputs)} holds NaN, and opcheck "
                        f"compares outputs with NaN != NaN, so this can be a false alarm")
@@ -191,23 +265,30 @@ def _compile_findings(overload, call: _Call) -> list[Finding]:
         overload(*inputs[:positional], **dict(zip(keywords, inputs[positional:])))
         return tuple(t.clone() for t in _tensors_in(inputs))   # every dtype clones (t + 0 fails for uint16)
 
-    params = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in names]
-    discards_result.__signature__ = inspect.Signature(params)  # verdicts name the op's arguments
+    discards_result.__signature__ = _signature(names)  # verdicts name the op's arguments
 
     failures: dict[str, list[str]] = {}
+    qualname, held = internals.qualname_of(overload), []
     for backend, dynamic in COMPILE_MODES:
         report = compile_and_compare(discards_result, *values, backend=backend, dynamic=dynamic)
         label = f"{backend}, dynamic={dynamic}"
+        held.append(report.ok and bool(report.fate(qualname)["dynamo"]))
         if report.error is not None:
             problem = f"torch.compile raised {report.error.type_name}: {report.error.message}"
             failures.setdefault(problem, []).append(label)
         elif report.verdict is not None and not report.verdict.agree:
             problem = f"compiled result differs from eager: {'; '.join(report.verdict.problems)}"
             failures.setdefault(problem, []).append(label)
-    return [Finding("compile", f"{problem} ({' / '.join(labels)})",
-                    "this is what a user of the op would see under torch.compile",
-                    "fix the declaration findings; a compile error usually means a missing or wrong fake kernel")
-            for problem, labels in failures.items()]
+    found = [Finding("compile", f"{problem} ({' / '.join(labels)})",
+                     "this is what a user of the op would see under torch.compile",
+                     "fix the declaration findings; a compile error usually means a missing or wrong fake kernel")
+             for problem, labels in failures.items()]
+    torch_own = qualname.partition("::")[0] in internals.TORCH_OP_NAMESPACES
+    if not failures and not any(held) and not torch_own:   # torch's own ops are not counted by name
+        found.append(Finding(NOTE, "the op under torch.compile: Dynamo ran it eagerly at a graph break in "
+                             "every compiled run, so the compile checks saw nothing of it",
+                             "", "compile with fullgraph=True to see why"))
+    return found
 
 
 def _clone_alias_findings(overload, call: _Call) -> list[Finding]:
@@ -271,9 +352,16 @@ def _clone_passed(overload, call: _Call, names, written: str, other: str, reads_
         overload(*ordered[:positional], **dict(zip(keywords, ordered[positional:])))
         return (inputs[written].clone(), inputs[other].clone()) if reads_clone else inputs[written].clone()
 
-    clone_passed.__signature__ = inspect.Signature(
-        [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in names])
+    clone_passed.__signature__ = _signature(names)
     return clone_passed
+
+
+def _signature(names) -> inspect.Signature:
+    """A signature with the op's argument names, so that verdicts name them; a name Python cannot take as a
+    parameter (``from``, a keyword) gets a trailing ``_``."""
+    return inspect.Signature([inspect.Parameter(name if name.isidentifier() and not keyword.iskeyword(name)
+                                                else f"{name}_", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+                              for name in names])
 
 
 def _with_distinct(values: tuple, index: int) -> tuple:
@@ -339,6 +427,7 @@ def _torch_logs_held_back():
             handler.removeFilter(keep)
 
 
+NOTE = "note"   # a Finding that is a limit of this audit, not a defect: it goes to "not checkable here"
 CANNOT_SEE = ("Python side effects inside a kernel declared pure, and writes that happen only for other "
               "inputs: give such ops an effect (notebook 04) and audit them on several inputs.")
 
@@ -383,6 +472,8 @@ def audit(op, /, *sample_args, **sample_kwargs) -> AuditReport:
     with _torch_logs_held_back():
         for name, check in (("declaration", _declaration_findings), ("opcheck", _opcheck_findings),
                             ("compile", _compile_findings), ("aliasing", _clone_alias_findings)):
+            if name == "aliasing" and any(f.check == "compile" for f in findings):
+                break  # a program that already differs tells nothing about the clone passed in another's place
             run.append(name)
             try:
                 found = check(overload, call)
@@ -390,12 +481,15 @@ def audit(op, /, *sample_args, **sample_kwargs) -> AuditReport:
                 message = str(error) if isinstance(error, InputError) else as_torch_error(error, name).message
                 found = [Finding(name, f"the check could not run: {type(error).__name__}: {message}",
                                  "the sample inputs may not fit the op's schema", "call the op once eagerly with them")]
-            findings += found
-            if name == "declaration" and any(f.check == "eager" for f in found):
-                break  # nothing else can run on an op that fails eagerly
-    findings = _with_compiled_consequence(findings, compile_ran="compile" in run)
-    return AuditReport(internals.qualname_of(overload), internals.schema_of(overload), findings, run, CANNOT_SEE,
-                       time.perf_counter() - start)
+            eager_failed = any(f.check == "eager" for f in findings)
+            if not (eager_failed and all(f.problem.startswith("the check could not run") for f in found)):
+                findings += found   # (opcheck that cannot run on inputs that failed eagerly repeats that failure)
+            if name == "opcheck" and any(f.check == "eager" for f in findings):
+                break  # opcheck says what else is wrong; nothing compiled can run on an op that fails eagerly
+    notes = "".join(f"{note.problem} ({note.fix}); " for note in findings if note.check == NOTE)
+    findings = _with_compiled_consequence([f for f in findings if f.check != NOTE], compile_ran="compile" in run)
+    return AuditReport(internals.qualname_of(overload), internals.schema_of(overload), findings, run,
+                       notes + CANNOT_SEE, time.perf_counter() - start)
 
 
 def _short_repr(value) -> str:

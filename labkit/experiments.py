@@ -11,7 +11,7 @@ import torch
 
 from . import naming, ops
 from .ops import OpSpec
-from .stages import compile_and_compare
+from .stages import brief, compile_and_compare
 
 # What the kernel really does is the same in every case but "over-declared" and "no fake":
 # it adds 1 to x in place. What changes is what it *declares*.
@@ -52,7 +52,7 @@ def _slug(label: str) -> str:
 def _choice(catalogue: dict, label, what: str):
     """``catalogue[label]``, or one sentence listing the labels a caller can use."""
     if not isinstance(label, str) or label not in catalogue:
-        raise ValueError(f"{what} must be one of {list(catalogue)}, not {label!r}.")
+        raise ValueError(f"{what} must be one of {list(catalogue)}, not {brief(label)}.")
     return catalogue[label]
 
 

@@ -471,6 +471,13 @@ def call_counts() -> dict[str, int]:
     return {name: op.calls for name, op in sorted(live_ops().items())}
 
 
+def set_calls(counts: dict[str, int]) -> None:
+    """Put each live op's ``calls`` back to ``counts`` (an experiment counts its own runs, then leaves the
+    learner's counters as they were); an op not in ``counts`` (declared since) starts at 0."""
+    for name, op in live_ops().items():
+        op.calls = counts.get(name, 0)
+
+
 # --- the same op in plain torch ------------------------------------------------------------------
 
 

@@ -37,6 +37,18 @@ BACKENDS = ("eager", "aot_eager", "inductor")
 DYNAMIC_MODES = (False, True, None)
 
 
+def brief(value, limit: int = 60) -> str:
+    """A value as one short line for an error message: a tensor by its shape and dtype, anything else its repr
+    cut at ``limit`` characters (a tensor's repr spans lines)."""
+    if isinstance(value, torch.Tensor):
+        return f"a tensor of shape {list(value.shape)} ({str(value.dtype).removeprefix('torch.')})"
+    try:
+        text = " ".join(repr(value).split())
+    except Exception:  # noqa: BLE001 - a hostile __repr__ must not break the message
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
 # --- what a stage produced ----------------------------------------------------------------------
 
 
@@ -154,17 +166,32 @@ def as_torch_error(error: BaseException, stage: str) -> TorchError:
 # --- comparing eager with compiled ---------------------------------------------------------------
 
 
-def _labelled(value, label: str) -> list[tuple[str, Any]]:
-    """The leaves of nested lists/tuples/dicts, each with its path: ``x``, ``xs[1]``, ``out['a']``."""
+def _labelled(value, label: str, _path: tuple = ()) -> list[tuple[str, Any]]:
+    """The leaves of nested lists/tuples/dicts, each with its path: ``x``, ``xs[1]``, ``out['a']``. A container
+    that holds itself raises InputError naming where (it has no leaves to compare)."""
+    if isinstance(value, (tuple, list, dict)):
+        if id(value) in _path:
+            raise InputError(f"{label} is the container it is in (a list, tuple or dict that holds itself): labkit "
+                             "cannot copy or compare it; pass one without the cycle.")
+        _path = (*_path, id(value))
     if isinstance(value, (tuple, list)):
-        return [pair for i, item in enumerate(value) for pair in _labelled(item, f"{label}[{i}]")]
+        return [pair for i, item in enumerate(value) for pair in _labelled(item, f"{label}[{i}]", _path)]
     if isinstance(value, dict):
-        return [pair for key, item in value.items() for pair in _labelled(item, f"{label}[{key!r}]")]
+        return [pair for key, item in value.items() for pair in _labelled(item, f"{label}[{key!r}]", _path)]
     return [(label, value)]
 
 
 def _leaves(value) -> list:
     return [leaf for _, leaf in _labelled(value, "")]
+
+
+def _passed_through(value, inputs: list) -> int | None:
+    """Which of a run's inputs ``value`` is, by identity (an object fn returned as it got it), or None. Each run
+    gets its own copy of an object, so the two runs' outputs are equal exactly when they are the same input;
+    what the object holds afterwards is compared with the inputs."""
+    if isinstance(value, (torch.Tensor,) + _SCALARS):
+        return None
+    return next((i for i, item in enumerate(inputs) if item is value), None)
 
 
 _FLOAT32_TOLERANCE = {"rtol": 1.3e-6, "atol": 1e-5}  # torch.testing's float32 row, for Python floats (see _same)
@@ -388,7 +415,10 @@ def compare_runs(originals: Sequence[Sequence], eager: list, compiled: list,
         plain = list(names or input_names(None, len(orig)))
         suffix = f"@{i}" if many else ""
         leaves_e, leaves_c = _labelled(out_e, "output"), _labelled(out_c, "output")
-        same = [_same(a, b) for (_, a), (_, b) in zip(leaves_e, leaves_c)]
+        inputs_e, inputs_c = _leaves(list(args_e)), _leaves(list(args_c))
+        same = [True if _passed_through(a, inputs_e) is not None
+                and _passed_through(a, inputs_e) == _passed_through(b, inputs_c) else _same(a, b)
+                for (_, a), (_, b) in zip(leaves_e, leaves_c)]
         if [k for k, _ in leaves_e] != [k for k, _ in leaves_c] or False in same:
             bad_outputs.append(i)
         caveats += [f"labkit cannot compare {label}{suffix} ({type(value).__name__}): return tensors, numbers, "
@@ -685,6 +715,8 @@ class FunctionState:
         with torch.no_grad():
             for label, tensor in self.tensors.items():
                 if _same(tensor, self.saved[label]) is not True:
+                    if tensor.shape != self.saved[label].shape:   # fn resized it (resize_): give it its shape back
+                        tensor.resize_(self.saved[label].shape)
                     raw, saved = _storage_bytes(tensor), _storage_bytes(self.saved[label])
                     if raw is not None and saved is not None and raw.numel() == saved.numel():
                         raw.copy_(saved)  # bytes and all: an expanded tensor cannot be written element-wise
@@ -875,7 +907,7 @@ def split_qualname(op_name) -> tuple[str, str]:
     """``"ns::name"`` -> ``("ns", "name")``, or one sentence saying what an op name looks like."""
     parts = op_name.split("::") if isinstance(op_name, str) else []
     if len(parts) != 2 or not all(p.isidentifier() for p in parts):
-        raise ValueError(f"an op name looks like 'namespace::name' (e.g. 'mylab::bump'), not {op_name!r}.")
+        raise ValueError(f"an op name looks like 'namespace::name' (e.g. 'mylab::bump'), not {brief(op_name)}.")
     return parts[0], parts[1]
 
 
@@ -884,14 +916,14 @@ def _check_arguments(fn, args, calls, backend, dynamic, fullgraph, backward) -> 
     if not callable(fn):
         raise ValueError(f"fn must be a function (or module) to run, not {type(fn).__name__}.")
     if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS}, not {backend!r}.")
+        raise ValueError(f"backend must be one of {BACKENDS}, not {brief(backend)}.")
     if not any(dynamic is mode for mode in DYNAMIC_MODES):
-        raise ValueError(f"dynamic must be one of {DYNAMIC_MODES}, not {dynamic!r}.")
+        raise ValueError(f"dynamic must be one of {DYNAMIC_MODES}, not {brief(dynamic)}.")
     if not isinstance(fullgraph, bool):
-        raise ValueError(f"fullgraph must be True or False, not {fullgraph!r}.")
+        raise ValueError(f"fullgraph must be True or False, not {brief(fullgraph)}.")
     if not (isinstance(backward, bool) or callable(backward)):
         raise ValueError(f"backward must be True, False, or a function from fn's output to a scalar loss, "
-                         f"not {backward!r}.")
+                         f"not {brief(backward)}.")
     if calls is None:
         return [tuple(args)]
     if args:
@@ -1024,6 +1056,7 @@ def compile_and_compare(
         _check_inputs(c, input_names(fn, len(c)))
     shapes = [", ".join(str(list(a.shape)) for a in c if isinstance(a, torch.Tensor)) for c in call_args]
     state = FunctionState(fn)
+    learners_counts = lab_ops.call_counts()       # op.calls as the learner left them: put back afterwards
     try:
         lab_ops.reset_calls()
         state.start_run()
@@ -1056,6 +1089,7 @@ def compile_and_compare(
         cache_after = internals.cache_counters()
     finally:
         state.restore()
+        lab_ops.set_calls(learners_counts)
 
     if eager_error is not None:
         eager_error = dataclasses.replace(eager_error, call=len(eager_runs))

@@ -16,6 +16,7 @@ from typing import Iterator
 import ipywidgets as widgets
 
 from . import cache, naming, render
+from .stages import brief
 from .experiments import (
     DCE_DECLARATIONS, DECLARATIONS, DYNAMIC_CHOICES, FULLGRAPH_CHOICES, OP_KINDS, SHAPE_SEQUENCES, dce_experiment,
     declaration_experiment,
@@ -23,6 +24,17 @@ from .experiments import (
 )
 
 TEXT_SAMPLES = ("", "mylab::my_op", "not a name")  # what every_state() types into a free-text field
+
+
+DROPDOWN, TOGGLES = widgets.Dropdown, widgets.ToggleButtons
+
+
+def _selection(kind, options, value, description: str, parameter: str | None = None):
+    """A Dropdown or ToggleButtons on ``value``, or ValueError with one sentence, naming the constructor's
+    ``parameter``, when it is not an option (ipywidgets would raise a bare TraitError)."""
+    if not isinstance(value, str) or value not in options:
+        raise ValueError(f"{parameter or description} must be one of {list(options)}, not {brief(value)}.")
+    return kind(options=options, value=value, description=description)
 
 
 def _options(control: widgets.Widget) -> list | None:
@@ -74,10 +86,10 @@ class LabWidget:
             return f"{type(self).__name__} has no control {name!r}; its controls are {list(self.controls)}."
         options = _options(self.controls[name])
         if options is not None and (not isinstance(value, str) or value not in options):
-            return f"{name} must be one of {options}, not {value!r}."
+            return f"{name} must be one of {options}, not {brief(value)}."
         if options is None and not isinstance(value, type(self.controls[name].value)):
             return (f"{name} must be a {type(self.controls[name].value).__name__}, "
-                    f"not {type(value).__name__} ({value!r}).")
+                    f"not {type(value).__name__} ({brief(value)}).")
         return None
 
     def set(self, **values) -> "LabWidget":
@@ -245,12 +257,9 @@ class DeclarationLab(LabWidget):
                  backend: str = "aot_eager", dynamic: str = "False"):
         self.namespace = namespace
         super().__init__({
-            "declaration": widgets.Dropdown(options=list(DECLARATIONS), value=declaration,
-                                            description="declaration"),
-            "backend": widgets.ToggleButtons(options=["aot_eager", "inductor"], value=backend,
-                                             description="backend"),
-            "dynamic": widgets.ToggleButtons(options=list(DYNAMIC_CHOICES), value=dynamic,
-                                             description="dynamic"),
+            "declaration": _selection(DROPDOWN, list(DECLARATIONS), declaration, "declaration"),
+            "backend": _selection(TOGGLES, ["aot_eager", "inductor"], backend, "backend"),
+            "dynamic": _selection(TOGGLES, list(DYNAMIC_CHOICES), dynamic, "dynamic"),
         })
 
     def compute(self, state):
@@ -291,12 +300,14 @@ class NamingLab(LabWidget):
     def __init__(self, namespace: str = "naminglab", scheme: str = "one shared name",
                  order: str = naming.ORDERS[0], policy: str = "default", typed_name: str = ""):
         self.namespace = namespace
+        if not isinstance(typed_name, str):
+            raise ValueError(f"typed_name must be text such as 'mylab::my_op', not {brief(typed_name)}.")
         super().__init__({
-            "scheme": widgets.ToggleButtons(options=list(naming.SCHEMES), value=scheme, description="names"),
+            "scheme": _selection(TOGGLES, list(naming.SCHEMES), scheme, "names", "scheme"),
             "typed_name": widgets.Text(value=typed_name, placeholder="mylab::my_op", description="your name",
                                        continuous_update=False),
-            "order": widgets.Dropdown(options=list(naming.ORDERS), value=order, description="order"),
-            "policy": widgets.ToggleButtons(options=list(cache.POLICIES), value=policy, description="cache"),
+            "order": _selection(DROPDOWN, list(naming.ORDERS), order, "order"),
+            "policy": _selection(TOGGLES, list(cache.POLICIES), policy, "cache", "policy"),
         })
         self.controls["scheme"].style.button_width = "150px"
         self.controls["policy"].style.button_width = "110px"
@@ -347,14 +358,12 @@ class DynamicLab(LabWidget):
                  op_kind: str = "shape-following", fullgraph: str = "False"):
         self.namespace = namespace
         super().__init__({
-            "dynamic": widgets.ToggleButtons(options=list(DYNAMIC_CHOICES), value=dynamic, description="dynamic"),
-            "declaration": widgets.Dropdown(options=list(DCE_DECLARATIONS), value=declaration,
-                                            description="the op"),
-            "op_kind": widgets.ToggleButtons(options=list(OP_KINDS), value=op_kind, description="output size"),
-            "fullgraph": widgets.ToggleButtons(options=list(FULLGRAPH_CHOICES), value=fullgraph,
-                                               description="fullgraph"),
-            "shapes": widgets.ToggleButtons(options=list(SHAPE_SEQUENCES), value=shapes, description="shapes"),
-            "device": widgets.ToggleButtons(options=devices(), value=device, description="device"),
+            "dynamic": _selection(TOGGLES, list(DYNAMIC_CHOICES), dynamic, "dynamic"),
+            "declaration": _selection(DROPDOWN, list(DCE_DECLARATIONS), declaration, "the op", "declaration"),
+            "op_kind": _selection(TOGGLES, list(OP_KINDS), op_kind, "output size", "op_kind"),
+            "fullgraph": _selection(TOGGLES, list(FULLGRAPH_CHOICES), fullgraph, "fullgraph"),
+            "shapes": _selection(TOGGLES, list(SHAPE_SEQUENCES), shapes, "shapes"),
+            "device": _selection(TOGGLES, devices(), device, "device"),
         })
         self.controls["shapes"].style.button_width = "110px"
         self.controls["op_kind"].style.button_width = "130px"

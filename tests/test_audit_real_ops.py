@@ -70,7 +70,7 @@ def test_a_correctly_declared_tensor_list_is_not_called_over_declared():
 def test_a_tensor_list_written_but_not_declared_or_declared_but_not_written_is_found():
     assert declaration_fixes(audit(add_one_quietly, [torch.randn(3)])) == ["add 'xs' to mutates_args"]
     unwritten = declaration_fixes(audit(reads_all, [torch.randn(3)]))
-    assert len(unwritten) == 1 and unwritten[0].startswith("drop 'xs' from mutates_args")
+    assert len(unwritten) == 1 and unwritten[0].startswith("keep 'xs' declared if any input makes")
 
 
 # --- 2. keyword-only arguments --------------------------------------------------------------------
@@ -83,7 +83,11 @@ def test_keyword_arguments_reach_the_op():
 
 @pytest.mark.skipif(not HAS_TAG_OUT, reason="torch.Tag.out arrived in torch 2.13")
 def test_a_keyword_only_out_op_like_notebook_09s():
-    assert audit(double_into, torch.randn(3), out=torch.zeros(3)).ok
+    """Observed on torch 2.13.0, 2.14.1 and 2.15.0: Inductor reuses the buffer a Tag.out op wrote for a later
+    clone while the op's result still aliases it, so a program returning out.clone() gets the wrong out
+    (tests/test_torch_claims.py::test_tag_out_result_buffer_is_reused_too_early). audit reports it."""
+    report = audit(double_into, torch.randn(3), out=torch.zeros(3))
+    assert report.kinds() == {"compile"} and "out differs afterwards" in str(report), str(report)
 
 
 def test_an_undeclared_keyword_only_write_is_named():
