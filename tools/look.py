@@ -88,8 +88,9 @@ def look(number: str, run: bool, pages: int, out: pathlib.Path, width: int, heig
                     print(f"Run All: {time.perf_counter() - started:.0f} s")
                 page.evaluate("() => window.jupyterapp.shell.collapseLeft()")
                 page.evaluate(f"() => {{ {CURRENT}.content.activeCellIndex = 0; }}")
-                page.wait_for_timeout(800)
                 scroller = f"({CURRENT}.content.outerNode ?? {CURRENT}.content.node)"   # JupyterLab 4: the outer node
+                page.evaluate(f"() => {{ {scroller}.scrollTop = 0; }}")                 # Run All ends at the bottom
+                page.wait_for_timeout(800)
                 for k in range(pages):
                     shot = out / f"{number}-page-{k + 1:02d}.png"
                     page.screenshot(path=str(shot))
