@@ -67,3 +67,52 @@ def _restore_torch_logging(before: tuple[object, dict]) -> None:
         logger.handlers[:] = handlers
         logger.setLevel(level)
         logger.propagate = propagate
+
+
+# --- notebook 09: one logger's messages, and the code Inductor generates ------------------------------------
+
+OUTPUT_CODE = "torch._inductor.codecache.__output_code"    # the logger behind TORCH_LOGS=output_code
+
+
+@contextlib.contextmanager
+def logged(logger_name: str, level: int = logging.DEBUG) -> Iterator[list[str]]:
+    """Collect what one of torch's loggers emits inside the block, at ``level`` and above, without printing it.
+
+    The logger's level, handlers and ``propagate`` are restored afterwards. ``TORCH_LOGS=<name>`` would print the
+    same messages to stderr.
+    """
+    messages: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            messages.append(record.getMessage())
+
+    logger, handler = logging.getLogger(logger_name), Keep(level)
+    old_level, old_propagate = logger.level, logger.propagate
+    logger.setLevel(level)
+    logger.propagate = False            # keep the messages out of torch's own stderr handler
+    logger.addHandler(handler)
+    try:
+        yield messages
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old_level)
+        logger.propagate = old_propagate
+
+
+def inductor_code(fn, *args, **compile_options) -> str:
+    """Compile ``fn`` with Inductor from a reset, run it once on ``args``, and return the code Inductor generated:
+    what ``TORCH_LOGS=output_code`` prints (every graph's module, in order).
+
+    The FX-graph and AOTAutograd caches are bypassed, so the code is this compile's own, not an artifact stored
+    by an earlier one. ``compile_options`` go to ``torch.compile`` (``mode=``, ``fullgraph=``, ...).
+    """
+    internals.reset_compiler()
+    with internals.graph_caches_off(), logged(OUTPUT_CODE) as messages:
+        torch.compile(fn, **compile_options)(*args)
+    return "\n".join(m for m in messages if m.startswith("Output code:"))
+
+
+def code_lines(code: str, text: str) -> list[str]:
+    """The lines of generated code that contain ``text``, stripped; comment lines left out."""
+    return [line.strip() for line in code.splitlines() if text in line and not line.strip().startswith("#")]

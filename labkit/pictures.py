@@ -40,3 +40,47 @@ def arrow(ax, start: tuple, end: tuple, label: str = "", color: str = PALETTE["e
     if label:
         ax.text((start[0] + end[0]) / 2, (start[1] + end[1]) / 2, label, ha="center", va="bottom",
                 fontsize=FONT - 1, color=color)
+
+
+# --- 08: what a compiled training step runs: the forward graph, what it saves, the backward graph ------------
+
+
+def _computes(node) -> str:
+    """What a graph node calls: the custom op's qualified name, else ``aten.<op>``."""
+    return node.custom_op or "aten." + node.target.split(".")[0]
+
+
+def forward_backward(forward, backward, op_name: str):
+    """AOTAutograd's forward graph (each call, ``op_name`` highlighted), the values it saves for the backward
+    (the backward graph's inputs, each with an arrow from the forward node that made it), and the backward
+    graph's calls counted by op: from two :class:`labkit.stages.GraphSnapshot`."""
+    calls = [n for n in forward.nodes if n.op == "call_function"]
+    made = {n.name: i for i, n in enumerate(calls)}
+    saved = [n.name for n in backward.nodes if n.op == "placeholder"]
+    counts: dict[str, int] = {}
+    for n in backward.nodes:
+        if n.op == "call_function":
+            counts[_computes(n)] = counts.get(_computes(n), 0) + 1
+    rows = max(len(calls), len(saved), 1)
+    fig, ax = figure(10.5, 0.62 * rows + 1.6)
+    top, middle = rows - 1, (rows - 1) / 2
+    for x, title in ((0, "forward graph"), (4.3, "saved for the backward"), (8.4, "backward graph")):
+        ax.text(x, top + 0.85, title, ha="center", fontsize=FONT + 1, weight="bold")
+    for i, node in enumerate(calls):
+        box(ax, 0, top - i, f"{node.name} = {_computes(node)}", "op" if node.custom_op == op_name else "plain",
+            width=2.8)
+    for j, name in enumerate(saved):
+        note = " (incoming grad)" if name.startswith("tangents") else "" if name in made else " (an input)"
+        box(ax, 4.3, top - j, name + note, "output" if note == " (incoming grad)" else "input", width=3.1)
+        if name in made:
+            arrow(ax, (1.4, top - made[name]), (2.75, top - j))
+        arrow(ax, (5.85, top - j), (7.15, middle))
+    listing = "\n".join(f"{what} ×{count}" for what, count in counts.items())
+    height = max(rows - 0.4, 0.16 * len(counts) + 0.9)
+    box(ax, 8.4, middle, f"{sum(counts.values())} calls:\n{listing}", "plain", width=2.5, height=height)
+    in_forward, in_backward = sum(n.custom_op == op_name for n in calls), counts.get(op_name, 0)
+    ax.text(4.3, min(-0.8, middle - height / 2 - 0.3), f"{op_name}: called {in_forward}× in the forward graph, "
+            f"{in_backward}× in the backward graph", ha="center", fontsize=FONT, color=PALETTE["edge"])
+    ax.set_xlim(-1.6, 9.8)
+    ax.set_ylim(min(-1.1, middle - height / 2 - 0.6), top + 1.2)
+    return fig
