@@ -72,6 +72,20 @@ def _restore_torch_logging(before: tuple[object, dict]) -> None:
 # --- notebook 09: one logger's messages, and the code Inductor generates ------------------------------------
 
 OUTPUT_CODE = "torch._inductor.codecache.__output_code"    # the logger behind TORCH_LOGS=output_code
+CUDAGRAPHS = "torch._inductor.cudagraph_utils.__cudagraphs"   # the logger behind TORCH_LOGS=cudagraphs
+CODECACHE = "torch._inductor.codecache"        # the cache key's details, at DEBUG (TORCH_LOGS="+inductor")
+REINPLACE = "torch._inductor.fx_passes.reinplace"   # re-inplacing's verdicts, at INFO (TORCH_LOGS="inductor")
+
+
+def counters(group: str = "inductor"):
+    """torch's own event counters for ``group`` since :func:`clear_counters` (a copy; a missing one reads 0):
+    Inductor's ``cudagraph_skips``, ``fxgraph_cache_hit``, ..."""
+    return internals.torch_counters(group)
+
+
+def clear_counters() -> None:
+    """Zero torch's own event counters, so that the next :func:`counters` counts from here."""
+    internals.clear_torch_counters()
 
 
 @contextlib.contextmanager
@@ -116,3 +130,41 @@ def inductor_code(fn, *args, **compile_options) -> str:
 def code_lines(code: str, text: str) -> list[str]:
     """The lines of generated code that contain ``text``, stripped; comment lines left out."""
     return [line.strip() for line in code.splitlines() if text in line and not line.strip().startswith("#")]
+
+
+def call_steps(code: str) -> list[tuple[str, str]]:
+    """What the ``call`` function of Inductor's code does, in order: ``("kernel", ...)`` for a kernel Inductor
+    generated (or an extern one), ``("op", ...)`` for a custom op called by name, ``("alloc", ...)`` for a buffer it
+    allocates. Each comes with the line's call, shortened (``nb09.scale(arg0_1)``); asserts, ``del`` and comments
+    are left out."""
+    import re
+
+    kernels = set(re.findall(r"^(\w+) = async_compile\.\w+\(", code, re.M))
+    steps, inside = [], False
+    for raw in code.splitlines():
+        line = raw.strip()
+        if line.startswith("def call("):
+            inside = True
+            continue
+        if not inside or line.startswith(("#", "assert", "del ")):
+            continue
+        if line.startswith("return") or (raw[:1] not in " \t" and line):
+            inside = False
+            continue
+        allocation = re.match(r"(\w+) = empty_strided\w*\(", line)
+        op = re.search(r"torch\.ops\.(\w+)\.(\w+)\.default\((.*)\)$", line)
+        kernel = re.match(r"(?:\w+ = )?(\w+)(?:\.run)?\((.*)\)$", line)
+        extern = re.search(r"extern_kernels\.(\w+)\((.*)\)$", line)
+        if allocation:
+            steps.append(("alloc", f"allocate {allocation.group(1)}"))
+        elif op:
+            steps.append(("op", f"{op.group(1)}.{op.group(2)}({_short_args(op.group(3))})"))
+        elif extern:
+            steps.append(("kernel", f"extern {extern.group(1)}({_short_args(extern.group(2))})"))
+        elif kernel and kernel.group(1) in kernels:
+            steps.append(("kernel", f"{kernel.group(1)}({_short_args(kernel.group(2))})"))
+    return steps
+
+
+def _short_args(args: str, limit: int = 34) -> str:
+    return args if len(args) <= limit else args[: limit - 1] + "…"

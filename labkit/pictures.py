@@ -84,3 +84,35 @@ def forward_backward(forward, backward, op_name: str):
     ax.set_xlim(-1.6, 9.8)
     ax.set_ylim(min(-1.1, middle - height / 2 - 0.6), top + 1.2)
     return fig
+
+
+# --- 09: what Inductor's generated code runs, step by step -------------------------------------------------
+
+STEP_KINDS = {"op": "op", "kernel": "input", "alloc": "removed"}   # a custom op; Inductor's kernel; a new buffer
+
+
+def inductor_steps(codes: dict):
+    """One row per labelled piece of Inductor code (``{label: code}``): the steps its ``call`` function runs,
+    left to right, as :func:`labkit.logs.call_steps` reads them: a custom op called by name (yellow), a kernel
+    Inductor generated (blue), a buffer it allocates (grey)."""
+    from .logs import call_steps
+
+    rows = {label: call_steps(code) for label, code in codes.items()}
+    widest, step = max((len(steps) for steps in rows.values()), default=1), 3.4
+    fig, ax = figure(2.4 + step * widest, 0.95 * len(rows) + 1.1)
+    for r, (label, steps) in enumerate(rows.items()):
+        y = -r * 0.95
+        ax.text(-0.2, y, label, ha="right", va="center", fontsize=FONT, weight="bold")
+        for i, (kind, text) in enumerate(steps):
+            name, _, args = text.partition("(")
+            box(ax, 1.7 + i * step, y, f"{name}\n({args}" if args else name, STEP_KINDS[kind], width=3.25,
+                height=0.66)
+            if i:
+                arrow(ax, (1.7 + (i - 1) * step + 1.55, y), (1.7 + i * step - 1.55, y))
+    legend = ("yellow: a custom op, called by name", "blue: a kernel Inductor generated",
+              "grey: a buffer Inductor allocates")
+    ax.text(0.15, -0.95 * len(rows) + 0.25, ("   ·   " if widest > 2 else "\n").join(legend), va="top",
+            fontsize=FONT - 1, color=PALETTE["edge"])
+    ax.set_xlim(-2.4, step * widest + 0.1)
+    ax.set_ylim(-0.95 * len(rows) - (0.1 if widest > 2 else 0.5), 0.6)
+    return fig

@@ -1,4 +1,4 @@
-"""The helpers notebooks 08 and 09 call: errors as data, which graph served a call, gradcheck as data, Inductor's code."""
+"""The helpers notebooks 08 and 09 call: errors as data, the graph that served a call, gradcheck, Inductor's code."""
 
 import torch
 
