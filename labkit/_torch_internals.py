@@ -572,3 +572,19 @@ def copy_dynamo_marks(source: torch.Tensor, target: torch.Tensor) -> None:
     for name, value in vars(source).items():
         if name.startswith("_dynamo_"):
             setattr(target, name, copy.copy(value))
+
+
+def torch_counters(group: str):
+    """A copy of torch's own event counters for one group (``inductor``, ``aot_autograd``, ...): a Counter."""
+    import collections
+
+    from torch._dynamo.utils import counters
+
+    return collections.Counter(counters[group])
+
+
+def clear_torch_counters() -> None:
+    """Zero torch's own event counters (``torch._dynamo.utils.counters``), every group."""
+    from torch._dynamo.utils import counters
+
+    counters.clear()

@@ -100,3 +100,18 @@ def _kwargs(kwargs, overload, positional: int) -> dict:
         if name in taken:
             raise LabOpError(f"{overload.name()}'s input {name!r} is given twice, by position and as kwargs.")
     return dict(kwargs)
+
+
+def gradcheck(fn, *inputs) -> str:
+    """``torch.autograd.gradcheck(fn, inputs)`` as data: ``"ok"``, or ``"FAIL: "`` and torch's first line.
+
+    gradcheck compares the gradient autograd computes (your formula) with finite differences, so give
+    it float64 inputs that require grad. An error the backward raises itself (no formula, a formula
+    with the wrong signature) is a failure too, with that error's first line.
+    """
+    try:
+        torch.autograd.gradcheck(fn, inputs)
+        return "ok"
+    except Exception as error:  # noqa: BLE001 - a failing check is the data we want
+        first = next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
+        return "FAIL: " + first

@@ -67,3 +67,104 @@ def _restore_torch_logging(before: tuple[object, dict]) -> None:
         logger.handlers[:] = handlers
         logger.setLevel(level)
         logger.propagate = propagate
+
+
+# --- notebook 09: one logger's messages, and the code Inductor generates ------------------------------------
+
+OUTPUT_CODE = "torch._inductor.codecache.__output_code"    # the logger behind TORCH_LOGS=output_code
+CUDAGRAPHS = "torch._inductor.cudagraph_utils.__cudagraphs"   # the logger behind TORCH_LOGS=cudagraphs
+CODECACHE = "torch._inductor.codecache"        # the cache key's details, at DEBUG (TORCH_LOGS="+inductor")
+REINPLACE = "torch._inductor.fx_passes.reinplace"   # re-inplacing's verdicts, at INFO (TORCH_LOGS="inductor")
+
+
+def counters(group: str = "inductor"):
+    """torch's own event counters for ``group`` since :func:`clear_counters` (a copy; a missing one reads 0):
+    Inductor's ``cudagraph_skips``, ``fxgraph_cache_hit``, ..."""
+    return internals.torch_counters(group)
+
+
+def clear_counters() -> None:
+    """Zero torch's own event counters, so that the next :func:`counters` counts from here."""
+    internals.clear_torch_counters()
+
+
+@contextlib.contextmanager
+def logged(logger_name: str, level: int = logging.DEBUG) -> Iterator[list[str]]:
+    """Collect what one of torch's loggers emits inside the block, at ``level`` and above, without printing it.
+
+    The logger's level, handlers and ``propagate`` are restored afterwards. ``TORCH_LOGS=<name>`` would print the
+    same messages to stderr.
+    """
+    messages: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            messages.append(record.getMessage())
+
+    logger, handler = logging.getLogger(logger_name), Keep(level)
+    old_level, old_propagate = logger.level, logger.propagate
+    logger.setLevel(level)
+    logger.propagate = False            # keep the messages out of torch's own stderr handler
+    logger.addHandler(handler)
+    try:
+        yield messages
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old_level)
+        logger.propagate = old_propagate
+
+
+def inductor_code(fn, *args, **compile_options) -> str:
+    """Compile ``fn`` with Inductor from a reset, run it once on ``args``, and return the code Inductor generated:
+    what ``TORCH_LOGS=output_code`` prints (every graph's module, in order).
+
+    The FX-graph and AOTAutograd caches are bypassed, so the code is this compile's own, not an artifact stored
+    by an earlier one. ``compile_options`` go to ``torch.compile`` (``mode=``, ``fullgraph=``, ...).
+    """
+    internals.reset_compiler()
+    with internals.graph_caches_off(), logged(OUTPUT_CODE) as messages:
+        torch.compile(fn, **compile_options)(*args)
+    return "\n".join(m for m in messages if m.startswith("Output code:"))
+
+
+def code_lines(code: str, text: str) -> list[str]:
+    """The lines of generated code that contain ``text``, stripped; comment lines left out."""
+    return [line.strip() for line in code.splitlines() if text in line and not line.strip().startswith("#")]
+
+
+def call_steps(code: str) -> list[tuple[str, str]]:
+    """What the ``call`` function of Inductor's code does, in order: ``("kernel", ...)`` for a kernel Inductor
+    generated (or an extern one), ``("op", ...)`` for a custom op called by name, ``("alloc", ...)`` for a buffer it
+    allocates. Each comes with the line's call, shortened (``nb09.scale(arg0_1)``); asserts, ``del`` and comments
+    are left out."""
+    import re
+
+    kernels = set(re.findall(r"^(\w+) = async_compile\.\w+\(", code, re.M))
+    steps, inside = [], False
+    for raw in code.splitlines():
+        line = raw.strip()
+        if line.startswith("def call("):
+            inside = True
+            continue
+        if not inside or line.startswith(("#", "assert", "del ")):
+            continue
+        if line.startswith("return") or (raw[:1] not in " \t" and line):
+            inside = False
+            continue
+        allocation = re.match(r"(\w+) = empty_strided\w*\(", line)
+        op = re.search(r"torch\.ops\.(\w+)\.(\w+)\.default\((.*)\)$", line)
+        kernel = re.match(r"(?:\w+ = )?(\w+)(?:\.run)?\((.*)\)$", line)
+        extern = re.search(r"extern_kernels\.(\w+)\((.*)\)$", line)
+        if allocation:
+            steps.append(("alloc", f"allocate {allocation.group(1)}"))
+        elif op:
+            steps.append(("op", f"{op.group(1)}.{op.group(2)}({_short_args(op.group(3))})"))
+        elif extern:
+            steps.append(("kernel", f"extern {extern.group(1)}({_short_args(extern.group(2))})"))
+        elif kernel and kernel.group(1) in kernels:
+            steps.append(("kernel", f"{kernel.group(1)}({_short_args(kernel.group(2))})"))
+    return steps
+
+
+def _short_args(args: str, limit: int = 34) -> str:
+    return args if len(args) <= limit else args[: limit - 1] + "…"

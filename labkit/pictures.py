@@ -76,3 +76,79 @@ def view_written_back(report, op_name: str, before, after):
     ax.set_xlim(-3.2, len(before) * 0.9)
     ax.set_ylim(-0.5, 2.9)
     return fig
+
+
+# --- 08: what a compiled training step runs: the forward graph, what it saves, the backward graph ------------
+
+
+def _computes(node) -> str:
+    """What a graph node calls: the custom op's qualified name, else ``aten.<op>``."""
+    return node.custom_op or "aten." + node.target.split(".")[0]
+
+
+def forward_backward(forward, backward, op_name: str):
+    """AOTAutograd's forward graph (each call, ``op_name`` highlighted), the values it saves for the backward
+    (the backward graph's inputs, each with an arrow from the forward node that made it), and the backward
+    graph's calls counted by op: from two :class:`labkit.stages.GraphSnapshot`."""
+    calls = [n for n in forward.nodes if n.op == "call_function"]
+    made = {n.name: i for i, n in enumerate(calls)}
+    saved = [n.name for n in backward.nodes if n.op == "placeholder"]
+    counts: dict[str, int] = {}
+    for n in backward.nodes:
+        if n.op == "call_function":
+            counts[_computes(n)] = counts.get(_computes(n), 0) + 1
+    rows = max(len(calls), len(saved), 1)
+    fig, ax = figure(10.5, 0.62 * rows + 1.6)
+    top, middle = rows - 1, (rows - 1) / 2
+    for x, title in ((0, "forward graph"), (4.3, "saved for the backward"), (8.4, "backward graph")):
+        ax.text(x, top + 0.85, title, ha="center", fontsize=FONT + 1, weight="bold")
+    for i, node in enumerate(calls):
+        box(ax, 0, top - i, f"{node.name} = {_computes(node)}", "op" if node.custom_op == op_name else "plain",
+            width=2.8)
+    for j, name in enumerate(saved):
+        note = " (incoming grad)" if name.startswith("tangents") else "" if name in made else " (an input)"
+        box(ax, 4.3, top - j, name + note, "output" if note == " (incoming grad)" else "input", width=3.1)
+        if name in made:
+            arrow(ax, (1.4, top - made[name]), (2.75, top - j))
+        arrow(ax, (5.85, top - j), (7.15, middle))
+    listing = "\n".join(f"{what} ×{count}" for what, count in counts.items())
+    height = max(rows - 0.4, 0.16 * len(counts) + 0.9)
+    box(ax, 8.4, middle, f"{sum(counts.values())} calls:\n{listing}", "plain", width=2.5, height=height)
+    in_forward, in_backward = sum(n.custom_op == op_name for n in calls), counts.get(op_name, 0)
+    ax.text(4.3, min(-0.8, middle - height / 2 - 0.3), f"{op_name}: called {in_forward}× in the forward graph, "
+            f"{in_backward}× in the backward graph", ha="center", fontsize=FONT, color=PALETTE["edge"])
+    ax.set_xlim(-1.6, 9.8)
+    ax.set_ylim(min(-1.1, middle - height / 2 - 0.6), top + 1.2)
+    return fig
+
+
+# --- 09: what Inductor's generated code runs, step by step -------------------------------------------------
+
+STEP_KINDS = {"op": "op", "kernel": "input", "alloc": "removed"}   # a custom op; Inductor's kernel; a new buffer
+
+
+def inductor_steps(codes: dict):
+    """One row per labelled piece of Inductor code (``{label: code}``): the steps its ``call`` function runs,
+    left to right, as :func:`labkit.logs.call_steps` reads them: a custom op called by name (yellow), a kernel
+    Inductor generated (blue), a buffer it allocates (grey)."""
+    from .logs import call_steps
+
+    rows = {label: call_steps(code) for label, code in codes.items()}
+    widest, step = max((len(steps) for steps in rows.values()), default=1), 3.4
+    fig, ax = figure(2.4 + step * widest, 0.95 * len(rows) + 1.1)
+    for r, (label, steps) in enumerate(rows.items()):
+        y = -r * 0.95
+        ax.text(-0.2, y, label, ha="right", va="center", fontsize=FONT, weight="bold")
+        for i, (kind, text) in enumerate(steps):
+            name, _, args = text.partition("(")
+            box(ax, 1.7 + i * step, y, f"{name}\n({args}" if args else name, STEP_KINDS[kind], width=3.25,
+                height=0.66)
+            if i:
+                arrow(ax, (1.7 + (i - 1) * step + 1.55, y), (1.7 + i * step - 1.55, y))
+    legend = ("yellow: a custom op, called by name", "blue: a kernel Inductor generated",
+              "grey: a buffer Inductor allocates")
+    ax.text(0.15, -0.95 * len(rows) + 0.25, ("   ·   " if widest > 2 else "\n").join(legend), va="top",
+            fontsize=FONT - 1, color=PALETTE["edge"])
+    ax.set_xlim(-2.4, step * widest + 0.1)
+    ax.set_ylim(-0.95 * len(rows) - (0.1 if widest > 2 else 0.5), 0.6)
+    return fig

@@ -1118,3 +1118,63 @@ def compile_and_compare(
         cache={k: cache_after[k] - cache_before[k] for k in cache_after},
         backward_graphs=backward_graphs,
     )
+
+
+# --- notebook 08: where torch raises, and which graph serves each call ---------------------------
+
+
+def raised(call: Callable[[], Any], stage: str = "eager", quiet: bool = False) -> TorchError | None:
+    """Run ``call()``: None when it returns, else the exception it raised, as a :class:`TorchError`.
+
+    A cell that shows torch's refusal reads ``error = raised(lambda: ...)`` instead of a try/except.
+    ``quiet=True`` drops the warnings torch issues meanwhile (autograd's anomaly mode repeats the
+    error as "Error detected in ...Backward"). ``error.full`` starts with the outermost type
+    (``BackendCompilerFailed`` for an error inside a backend), ``error.type_name`` is the innermost.
+    """
+    import warnings
+
+    with warnings.catch_warnings():
+        if quiet:
+            warnings.simplefilter("ignore")
+        try:
+            call()
+        except Exception as error:  # noqa: BLE001 - torch's error is the data a lesson wants
+            return as_torch_error(error, stage)
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class Served:
+    """What :func:`serving` saw: each graph Dynamo compiled, and which one ran each call."""
+
+    graphs: list[GraphSnapshot]   # in the order Dynamo compiled them
+    served: list[int | None]      # per call: the index of the (first) graph that ran it; None: no graph, eager
+    outputs: list                 # what each call returned
+
+
+def serving(fn: Callable, calls: Sequence[Sequence[Any]], **compile_options) -> Served:
+    """Compile ``fn`` from a reset, ``torch.compile(fn, **compile_options)`` with a backend that keeps
+    every graph and notes which graph runs each call; call it once per argument tuple in ``calls``.
+
+    A call that no graph served ran eagerly: Dynamo gave up on the frame (``recompile_limit``) or
+    it broke out of graphs entirely. The graphs run as Dynamo traced them (no AOTAutograd).
+    """
+    graphs, ran = [], []
+
+    def backend(gm, example_inputs):
+        index = len(graphs)
+        graphs.append(snapshot(gm, "dynamo"))
+
+        def run(*args):
+            ran.append(index)
+            return gm.forward(*args)
+        return run
+
+    internals.reset_compiler()
+    compiled = torch.compile(fn, backend=backend, **compile_options)
+    outputs, served = [], []
+    for args in calls:
+        before = len(ran)
+        outputs.append(compiled(*args))
+        served.append(ran[before] if len(ran) > before else None)
+    return Served(graphs, served, outputs)
