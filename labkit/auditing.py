@@ -481,9 +481,11 @@ def audit(op, /, *sample_args, **sample_kwargs) -> AuditReport:
                 message = str(error) if isinstance(error, InputError) else as_torch_error(error, name).message
                 found = [Finding(name, f"the check could not run: {type(error).__name__}: {message}",
                                  "the sample inputs may not fit the op's schema", "call the op once eagerly with them")]
-            eager_failed = any(f.check == "eager" for f in findings)
-            if not (eager_failed and all(f.problem.startswith("the check could not run") for f in found)):
-                findings += found   # (opcheck that cannot run on inputs that failed eagerly repeats that failure)
+            eager = " ".join(f.problem for f in findings if f.check == "eager")
+            if eager:   # opcheck repeating the eager failure (or unable to run on those inputs) adds nothing
+                found = [f for f in found if not (f.problem.startswith("the check could not run")
+                                                  or f.problem[:60] in eager)]
+            findings += found
             if name == "opcheck" and any(f.check == "eager" for f in findings):
                 break  # opcheck says what else is wrong; nothing compiled can run on an op that fails eagerly
     notes = "".join(f"{note.problem} ({note.fix}); " for note in findings if note.check == NOTE)
