@@ -83,7 +83,7 @@ def double_after_add_one(x):
 
 report = labkit.compile_and_compare(double_after_add_one, torch.ones(3), backend="inductor")
 print(add_one.torch_source())
-labkit.draw_fate(report, "nb00::add_one");
+fate = labkit.draw_fate(report, "nb00::add_one")
 
 # %% tags=["check"]
 #@title Check: the call is in Dynamo's graph, then gone, and the answers differ
@@ -108,7 +108,7 @@ assert report.fate("nb00::add_one") == {"dynamo": True, "aot": False, "inductor"
 add_one = labkit.declare(name="nb00::add_one", writes=("x",), mutates_args=("x",), returns="none")
 fixed = labkit.compile_and_compare(double_after_add_one, torch.ones(3), backend="inductor")
 print(add_one.schema, "|", fixed.verdict)
-labkit.draw_fate(fixed, "nb00::add_one");
+fate = labkit.draw_fate(fixed, "nb00::add_one")
 
 # %% tags=["check"]
 #@title Check: declared truthfully, the call survives every stage and compiled == eager
@@ -153,7 +153,7 @@ def check_fill(declared):
                                   "it matches the kernel: opcheck passes and compiled == eager.", hint)
 
 # %%
-check_fill(my_mutates_args);
+answer_ok = check_fill(my_mutates_args)
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
 #@title Solution (open it once you have tried)
