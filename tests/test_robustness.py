@@ -15,14 +15,14 @@ def _errors(cell) -> list[str]:
     return [f"{o['ename']}: {o['evalue']}" for o in cell.get("outputs", []) if o.get("output_type") == "error"]
 
 
-# Notebooks run a second time in that kernel: 00-05, the lessons whose ops every later one builds on. All twelve
-# twice took 312 s, a third of CI on two cores; 06-11 run once here (their own nbval run is the second).
-RERUN_BELOW = "06"
+# Notebooks run a second time in that kernel: 00-03, the lessons whose ops every later one builds on. All twelve
+# twice took 312 s, a third of CI on two cores; 04-11 run once here (their own nbval run is the second).
+RERUN_BELOW = "04"
 
 
-@pytest.mark.slow  # eighteen notebook runs: the longest test of the suite
+@pytest.mark.slow  # sixteen notebook runs: the longest test of the suite
 def test_all_notebooks_in_one_kernel_in_reverse_order_each_run_twice():
-    """The hardest order: later notebooks first, then every cell of notebooks 00-05 a second time.
+    """The hardest order: later notebooks first, then every cell of notebooks 00-03 a second time.
 
     Custom-op re-registration, stale handles and leftover compile state are the usual culprits.
     """
