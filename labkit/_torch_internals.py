@@ -574,6 +574,14 @@ def copy_dynamo_marks(source: torch.Tensor, target: torch.Tensor) -> None:
             setattr(target, name, copy.copy(value))
 
 
+def dynamo_disabled() -> bool:
+    """True when Dynamo is switched off (``TORCHDYNAMO_DISABLE=1`` or ``torch._dynamo.config.disable``):
+    ``torch.compile`` then returns the function unchanged and every "compiled" run is eager."""
+    import torch._dynamo
+
+    return bool(torch._dynamo.config.disable)
+
+
 def torch_counters(group: str):
     """A copy of torch's own event counters for one group (``inductor``, ``aot_autograd``, ...): a Counter."""
     import collections

@@ -30,6 +30,7 @@ import torch
 
 from . import _torch_internals as internals
 from . import checks, ops
+from .env import compiler_unavailable
 from .logs import torch_loggers
 from .stages import InputError, as_torch_error, compile_and_compare, copy_inputs
 
@@ -465,6 +466,10 @@ def audit(op, /, *sample_args, **sample_kwargs) -> AuditReport:
     """
     start = time.perf_counter()
     overload, refusal = _resolve(op)
+    unavailable = compiler_unavailable()
+    if refusal is None and unavailable is not None:
+        refusal = Finding("input", unavailable, "audit compares eager runs with compiled ones, and none can "
+                          "compile honestly here", "audit from the main thread of a process where Dynamo is on")
     if refusal is not None:
         return AuditReport(_short_repr(op), "?", [refusal], [], CANNOT_SEE, time.perf_counter() - start)
     call = _Call(sample_args, sample_kwargs)

@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 
 import torch
 
@@ -35,6 +36,39 @@ class TorchTooOld(RuntimeError):
 
     def _render_traceback_(self) -> list[str]:  # IPython's hook for how an exception is shown
         return [f"TorchTooOld: {self}"]
+
+
+class CompilerUnavailable(RuntimeError):
+    """This process cannot run the experiment honestly: a comparison would report eager against eager.
+
+    Shown in Jupyter as its one sentence, not a traceback."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"CompilerUnavailable: {self}"]
+
+
+def compiler_unavailable() -> str | None:
+    """Why a labkit experiment cannot compile here, in one sentence naming the fix; None when it can.
+
+    Two cases: Dynamo switched off (every "compiled" run would be eager, so a verdict would say "agree"
+    with no graph compiled), and a thread other than the main one (torch's compile stack is not
+    thread-safe, pytorch #105943: another thread's compile gives false differences and leaves torch's
+    global state changed).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return ("labkit compiles on the main thread only (torch's compiler is not thread-safe): call it from "
+                "the notebook or script itself, not from a worker thread.")
+    if internals.dynamo_disabled():
+        return ("torch.compile is switched off in this process (TORCHDYNAMO_DISABLE=1 or "
+                "torch._dynamo.config.disable = True), so a compiled run would be eager: unset it and try again.")
+    return None
+
+
+def refuse_if_compiler_unavailable() -> None:
+    """Raise :class:`CompilerUnavailable` with :func:`compiler_unavailable`'s sentence, if it has one."""
+    reason = compiler_unavailable()
+    if reason is not None:
+        raise CompilerUnavailable(reason)
 
 
 def torch_version(text: str | None = None) -> tuple[int, int, int]:

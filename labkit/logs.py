@@ -17,6 +17,7 @@ from typing import Iterator
 import torch
 
 from . import _torch_internals as internals
+from .env import refuse_if_compiler_unavailable
 
 
 class CapturedLog(io.StringIO):
@@ -121,6 +122,7 @@ def inductor_code(fn, *args, **compile_options) -> str:
     The FX-graph and AOTAutograd caches are bypassed, so the code is this compile's own, not an artifact stored
     by an earlier one. ``compile_options`` go to ``torch.compile`` (``mode=``, ``fullgraph=``, ...).
     """
+    refuse_if_compiler_unavailable()
     internals.reset_compiler()
     with internals.graph_caches_off(), logged(OUTPUT_CODE) as messages:
         torch.compile(fn, **compile_options)(*args)

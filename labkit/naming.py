@@ -15,6 +15,7 @@ import torch
 
 from . import _torch_internals as internals
 from . import cache, ops
+from .env import compiler_unavailable
 
 SCHEMES = ("one shared name", "distinct names", "a name I type")
 ORDERS = ("pure first, then mutating", "mutating first, then pure")
@@ -92,6 +93,8 @@ def _declare(name: str, mutating: bool):
 
 
 def _refusal(scheme, order, policy) -> str | None:
+    if compiler_unavailable() is not None:
+        return compiler_unavailable()
     for value, allowed, what in ((scheme, SCHEMES, "scheme"), (order, ORDERS, "order"),
                                  (policy, cache.POLICIES, "policy")):
         if not isinstance(value, str) or value not in allowed:

@@ -32,6 +32,7 @@ import torch
 
 from . import _torch_internals as internals
 from . import ops as lab_ops
+from .env import refuse_if_compiler_unavailable
 
 BACKENDS = ("eager", "aot_eager", "inductor")
 DYNAMIC_MODES = (False, True, None)
@@ -1049,8 +1050,12 @@ def compile_and_compare(
     * Every graph is traced for real: the FX-graph and AOTAutograd caches are bypassed.
     * Whatever torch raises comes back as a :class:`TorchError`; a bad argument to this
       function raises ValueError with one sentence naming the fix.
+    * It refuses to run (:class:`labkit.env.CompilerUnavailable`, one sentence) off the main thread
+      and where Dynamo is switched off: both would give a verdict about runs that never compiled
+      honestly.
     """
     call_args = _check_arguments(fn, args, calls, backend, dynamic, fullgraph, backward)
+    refuse_if_compiler_unavailable()
     names = input_names(fn, len(call_args[0]))
     for c in call_args:
         _check_inputs(c, input_names(fn, len(c)))
@@ -1159,6 +1164,7 @@ def serving(fn: Callable, calls: Sequence[Sequence[Any]], **compile_options) -> 
     A call that no graph served ran eagerly: Dynamo gave up on the frame (``recompile_limit``) or
     it broke out of graphs entirely. The graphs run as Dynamo traced them (no AOTAutograd).
     """
+    refuse_if_compiler_unavailable()
     graphs, ran = [], []
 
     def backend(gm, example_inputs):

@@ -166,3 +166,52 @@ def test_preflight_on_a_python_without_torch_is_one_sentence():
     assert done.returncode == 1
     assert done.stdout.startswith("✘ torch is not installed in this Python") and done.stdout.count("\n") == 1
     assert done.stderr == "", "no traceback"
+
+
+def _entry_points():
+    """Every labkit call that compiles, each as a thunk returning what the learner would see."""
+    import labkit
+    from labkit import logs, naming, stages
+
+    def f(x):
+        return x.sin() + 1
+
+    return {
+        "compile_and_compare": lambda: stages.compile_and_compare(f, torch.ones(3)),
+        "serving": lambda: stages.serving(f, [(torch.ones(3),)]),
+        "inductor_code": lambda: logs.inductor_code(f, torch.ones(3)),
+        "audit": lambda: labkit.audit(torch.ops.aten.sin.default, torch.ones(3)),
+        "naming.run": lambda: naming.run(naming.SCHEMES[1], naming.ORDERS[0], "fingerprinted"),
+    }
+
+
+def _sentence_of(thunk) -> str:
+    """The refusal a learner reads: a raised CompilerUnavailable's text, or the report's own sentence."""
+    try:
+        result = thunk()
+    except env.CompilerUnavailable as error:
+        return str(error)
+    if hasattr(result, "findings"):      # audit never raises: its one finding is the refusal
+        assert [f.check for f in result.findings] == ["input"] and result.checks_run == []
+        return result.findings[0].problem
+    return result.problem                 # naming.run never raises either
+
+
+@pytest.mark.parametrize("entry", sorted(_entry_points()))
+def test_nothing_compiles_while_dynamo_is_switched_off(entry):
+    """With Dynamo off every 'compiled' run is eager: a verdict would say 'agree' with 0 graphs compiled."""
+    import torch._dynamo
+
+    with torch._dynamo.config.patch(disable=True):   # what TORCHDYNAMO_DISABLE=1 sets
+        sentence = _sentence_of(_entry_points()[entry])
+    assert "TORCHDYNAMO_DISABLE" in sentence and "\n" not in sentence
+
+
+@pytest.mark.parametrize("entry", sorted(_entry_points()))
+def test_nothing_compiles_off_the_main_thread(entry):
+    """Compiles on a worker thread gave false findings and left torch's state changed: labkit refuses them."""
+    seen = []
+    thread = threading.Thread(target=lambda: seen.append(_sentence_of(_entry_points()[entry])))
+    thread.start()
+    thread.join()
+    assert len(seen) == 1 and "main thread" in seen[0] and "\n" not in seen[0]
