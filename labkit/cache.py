@@ -29,6 +29,7 @@ import warnings
 
 import torch
 
+from .describe import brief
 from . import _torch_internals as internals
 from . import ops
 
@@ -151,7 +152,7 @@ def set_policy(name: str) -> str:
     Leaving a policy restores exactly the values it changed. Raises ValueError for another name.
     """
     if not isinstance(name, str) or name not in POLICIES:
-        raise ValueError(f"Cache policy must be one of {POLICIES}, not {name!r:.60}.")
+        raise ValueError(f"Cache policy must be one of {POLICIES}, not {brief(name)}.")
     _leave()
     cfg = torch.compiler.config
     _state["policy"] = name

@@ -6,6 +6,7 @@ import re
 
 import torch
 
+from .describe import brief
 from ._torch_internals import aliasing_check_raises  # noqa: F401 - re-exported for lessons
 from ._torch_internals import argument_names
 from .ops import LabOpError, live_overload
@@ -76,10 +77,10 @@ def _tests(tests) -> tuple[str, ...]:
     tests = (tests,) if isinstance(tests, str) else tests
     known = ", ".join(KNOWN_TESTS)
     if not isinstance(tests, (tuple, list, set, frozenset)) or not tests:
-        raise LabOpError(f"tests= takes the name of one opcheck test or a list of them ({known}), not {tests!r}.")
+        raise LabOpError(f"tests= takes the name of one opcheck test or a list of them ({known}), not {brief(tests)}.")
     unknown = [t for t in tests if t not in KNOWN_TESTS]
     if unknown:
-        raise LabOpError(f"opcheck has no test {unknown[0]!r}: choose among {known}.")
+        raise LabOpError(f"opcheck has no test {brief(unknown[0])}: choose among {known}.")
     return tuple(tests)
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .describe import brief
+
 UNANSWERED = ...  # the placeholder exercise cells start with
 EDIT = "edit the answer cell above (replace its ...), run it, then run this cell again"
 
@@ -51,7 +53,7 @@ def choice(answer: Any, allowed, name: str = "the answer") -> str | None:
             if wanted in {_normal(w) for w in (word, *others)}:
                 return word
     listed = ", ".join(repr(word) for word in spellings)
-    print(f"✘ {name} is {answer!r}: answer one of {listed}.")
+    print(f"✘ {name} is {brief(answer)}: answer one of {listed}.")
     return None
 
 

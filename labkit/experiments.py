@@ -123,7 +123,7 @@ def dce_experiment(declaration: str, dynamic: bool | None, shapes=(4, 6, 8), dev
     ``fullgraph=True`` it is captured, and its unbacked size's runtime assert keeps it alive.
     """
     if device not in devices():
-        raise ValueError(f"device {device!r} is not available here; pick one of {devices()}.")
+        raise ValueError(f"device {brief(device)} is not available here; pick one of {devices()}.")
     fields = dict(_choice(DCE_DECLARATIONS, declaration, "declaration"))
     name = _slug(declaration)
     if _choice(OP_KINDS, op_kind, "op_kind") == "data-dependent":

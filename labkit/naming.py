@@ -13,6 +13,7 @@ import dataclasses
 
 import torch
 
+from .describe import brief
 from . import _torch_internals as internals
 from . import cache, ops
 from .env import compiler_unavailable
@@ -58,7 +59,7 @@ def name_pair(scheme: str, namespace: str, typed: str = "") -> tuple[str, str] |
     or torch's), so it never replaces an op it did not create.
     """
     if scheme != "a name I type" and not isinstance(namespace, str):
-        return f"The namespace must be text such as 'mylab', not {namespace!r:.60}."
+        return f"The namespace must be text such as 'mylab', not {brief(namespace)}."
     if scheme == "one shared name":
         names = (f"{namespace}::op", f"{namespace}::op")
     elif scheme == "distinct names":
@@ -98,7 +99,7 @@ def _refusal(scheme, order, policy) -> str | None:
     for value, allowed, what in ((scheme, SCHEMES, "scheme"), (order, ORDERS, "order"),
                                  (policy, cache.POLICIES, "policy")):
         if not isinstance(value, str) or value not in allowed:
-            return f"The {what} must be one of {allowed}, not {value!r:.60}."
+            return f"The {what} must be one of {allowed}, not {brief(value)}."
     return None
 
 

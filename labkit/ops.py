@@ -28,6 +28,7 @@ import re
 
 import torch
 
+from .describe import brief
 from . import _torch_internals as internals
 
 RETURNS = ("fresh", "none", "input", "data-dependent")
@@ -52,14 +53,14 @@ def _names(value, field: str, allow_unknown: bool = False) -> tuple[str, ...] | 
         return value
     if allow_unknown and isinstance(value, str):   # mutates_args: torch.library.custom_op refuses a bare name too
         raise LabOpError(f"mutates_args takes a tuple of names, ({value!r},) for one, or the string \"unknown\": "
-                         f"not the bare string {value!r:.40}, which torch.library.custom_op refuses as well.")
+                         f"not the bare string {brief(value, 40)}, which torch.library.custom_op refuses as well.")
     if isinstance(value, str):
         return (value,) if value else ()  # args="x" means one argument called x, not ("x",) spelled out
     if isinstance(value, (set, frozenset)):
         value = sorted(value, key=str)
     if not isinstance(value, (tuple, list)) or not all(isinstance(v, str) for v in value):
         extra = ', or "unknown"' if allow_unknown else ""
-        raise LabOpError(f"{field} must be a tuple of names like ('x', 'y'){extra}, not {value!r:.60}.")
+        raise LabOpError(f"{field} must be a tuple of names like ('x', 'y'){extra}, not {brief(value)}.")
     return tuple(value)
 
 
@@ -100,15 +101,15 @@ class OpSpec:
             object.__setattr__(self, field, _names(getattr(self, field), field))
         object.__setattr__(self, "mutates_args", _names(self.mutates_args, "mutates_args", allow_unknown=True))
         if not isinstance(self.returns, str) or self.returns not in RETURNS:
-            raise LabOpError(f"returns must be one of {RETURNS}, not {self.returns!r:.60}.")
+            raise LabOpError(f"returns must be one of {RETURNS}, not {brief(self.returns)}.")
         if not (self.effect is None or isinstance(self.effect, str)) or self.effect not in EFFECTS:
-            raise LabOpError(f"effect must be one of {EFFECTS}, not {self.effect!r:.60}.")
+            raise LabOpError(f"effect must be one of {EFFECTS}, not {brief(self.effect)}.")
         if not isinstance(self.fake, bool):
-            raise LabOpError(f"fake must be True or False, not {self.fake!r:.60}.")
+            raise LabOpError(f"fake must be True or False, not {brief(self.fake)}.")
         if not self.args or any(not _IDENT.match(a) or keyword.iskeyword(a) for a in self.args):
-            raise LabOpError(f"args must be Python identifiers, got {self.args!r:.80}.")
+            raise LabOpError(f"args must be Python identifiers, got {brief(self.args, 80)}.")
         if len(set(self.args)) != len(self.args):
-            raise LabOpError(f"args must be distinct names, got {self.args!r:.80}.")
+            raise LabOpError(f"args must be distinct names, got {brief(self.args, 80)}.")
         if "torch" in self.args:
             raise LabOpError("An argument called 'torch' would hide the torch module in the op's plain-torch "
                              "source (op.torch_source()): give it another name, e.g. args=('x',).")
@@ -420,7 +421,7 @@ def drop(name: str) -> bool:
     create (yours, or torch's): labkit never removes those.
     """
     if not isinstance(name, str) or not _QUALNAME.match(name):
-        raise LabOpError(f"drop() takes a qualified name like 'mylab::op', not {name!r:.60}.")
+        raise LabOpError(f"drop() takes a qualified name like 'mylab::op', not {brief(name)}.")
     if owns(name):
         internals.destroy_custom_op(name)
         _forget(name)  # after the destroy, so the cache fingerprint no longer sees it
@@ -440,7 +441,7 @@ def drop_namespace(namespace: str) -> list[str]:
     problem = name_problem(f"{namespace}::op") if isinstance(namespace, str) else "not a string"
     if problem:
         raise LabOpError(f"drop_namespace() takes the namespace of ops labkit declared, e.g. 'mylab', "
-                         f"not {namespace!r:.60}; labkit never drops torch's ops.")
+                         f"not {brief(namespace)}; labkit never drops torch's ops.")
     ours = sorted(n for n in list(_OWNED) if n.split("::")[0] == namespace and owns(n))
     others = [n for n in internals.custom_op_qualnames() if n.split("::")[0] == namespace and n not in ours]
     if others and not ours and namespace not in _USED_NAMESPACES:

@@ -32,22 +32,11 @@ import torch
 
 from . import _torch_internals as internals
 from . import ops as lab_ops
+from .describe import brief  # noqa: F401 - labkit.stages.brief, as before
 from .env import refuse_if_compiler_unavailable
 
 BACKENDS = ("eager", "aot_eager", "inductor")
 DYNAMIC_MODES = (False, True, None)
-
-
-def brief(value, limit: int = 60) -> str:
-    """A value as one short line for an error message: a tensor by its shape and dtype, anything else its repr
-    cut at ``limit`` characters (a tensor's repr spans lines)."""
-    if isinstance(value, torch.Tensor):
-        return f"a tensor of shape {list(value.shape)} ({str(value.dtype).removeprefix('torch.')})"
-    try:
-        text = " ".join(repr(value).split())
-    except Exception:  # noqa: BLE001 - a hostile __repr__ must not break the message
-        text = f"<{type(value).__name__}>"
-    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 # --- what a stage produced ----------------------------------------------------------------------
