@@ -308,7 +308,7 @@ def _clone_alias_findings(overload, call: _Call) -> list[Finding]:
     one that never reads the clone again (the issue's), one that does; on distinct values (zeros hide a misread)."""
     names, values = zip(*call.named(overload)) if call.args or call.kwargs else ((), ())
     tensors = {name: v for name, v in zip(names, values) if isinstance(v, torch.Tensor) and not v.is_meta}
-    findings = []
+    findings, both_written = [], []
     for written in sorted(internals.written_args(overload) & tensors.keys()):
         for other, value in tensors.items():
             target = tensors[written]
@@ -324,10 +324,14 @@ def _clone_alias_findings(overload, call: _Call) -> list[Finding]:
                     break
             if seen is None:
                 continue
+            problem = (f"called as op({other}=<a clone of {written}>, {written}=...), compiled with Inductor it "
+                       f"gives another result than eagerly: {'; '.join(seen.verdict.problems)}")
+            if other in internals.written_args(overload):
+                both_written.append((other, written, seen))
+                continue
             twice = _called_with_one_buffer_twice(seen, overload)
             findings.append(Finding(
-                "aliasing", f"called as op({other}=<a clone of {written}>, {written}=...), compiled with Inductor "
-                f"it gives another result than eagerly: {'; '.join(seen.verdict.problems)}",
+                "aliasing", problem,
                 ("Inductor's code calls the op with the same buffer for both: the clone was removed, and the kernel "
                  f"reads '{other}' while it writes '{written}'" if twice else
                  "the clone did not survive Inductor's passes as it does eagerly, and the kernel reads memory it "
@@ -335,7 +339,27 @@ def _clone_alias_findings(overload, call: _Call) -> list[Finding]:
                 f"have the kernel copy '{other}' first when the two share storage ({other}.untyped_storage()."
                 f"data_ptr() == {written}.untyped_storage().data_ptr()): free for distinct tensors, right on every "
                 f"release; declaring '{other}' as mutated too fixes the common case, not every program"))
-    return findings
+    return findings + ([_both_written_finding(both_written)] if both_written else [])
+
+
+def _both_written_finding(cases: list) -> Finding:
+    """A clone of one written argument passed as another *written* argument: the declaration is not the cause,
+    and no kernel change helps. Observed on torch 2.11.0-2.14.1, fixed in 2.15.0 (tests/test_torch_findings.py:
+    Inductor folds the clone into the input it copies, and the clone's place ends up with the input's result)."""
+    pairs = ", ".join(f"{other}=<a clone of {written}>" for other, written, _ in cases)
+    return Finding(
+        "aliasing", f"called with a clone of one written argument as another written argument ({pairs}), compiled "
+        f"with Inductor it gives another result than eagerly: {'; '.join(cases[0][2].verdict.problems)}",
+        "both places are declared written, so the declaration is not what is wrong: Inductor's code gives the "
+        "clone other values than eager does (pytorch #198031's family; torch 2.15.0 keeps the clone)",
+        "no declaration avoids it before torch 2.15.0; there, run such a call eagerly (outside torch.compile), "
+        "or pass a tensor that is not a copy of the other argument")
+
+
+def _buffer_arguments(text: str) -> list[str]:
+    """The tensor names among a generated call's positional arguments (literals such as 0.0, None, 'adam' left out)."""
+    names = [a.strip() for a in text.split(",") if a.strip() and "=" not in a]
+    return [a for a in names if re.fullmatch(r"[A-Za-z_]\w*", a) and a not in ("None", "True", "False")]
 
 
 def _called_with_one_buffer_twice(report, overload) -> bool:
@@ -344,7 +368,7 @@ def _called_with_one_buffer_twice(report, overload) -> bool:
     for line in "\n".join(report.inductor_code).splitlines():
         found = re.search(rf"torch\.ops\.{namespace}\.{name}\.\w+\(([^()]*)\)", line)
         if found:
-            args = [a.strip() for a in found.group(1).split(",") if a.strip() and "=" not in a]
+            args = _buffer_arguments(found.group(1))
             if len(args) != len(set(args)):
                 return True
     return False

@@ -305,3 +305,18 @@ def test_opchecks_own_limit_on_float8_is_a_note():
     report = audit(widen, torch.randn(4).to(torch.float8_e4m3fn))
     assert report.ok, str(report)
     assert "opcheck's test_schema cannot run on Float8_e4m3fn inputs" in report.cannot_see, report.cannot_see
+
+
+def test_a_clone_as_another_written_argument_is_torchs_not_the_declarations():
+    """Both places declared and written: audit must not tell the author to change the declaration or the kernel
+    (tests/test_torch_findings.py pins the torch behaviour, wrong before 2.15.0)."""
+    from labkit.env import torch_version
+    from tests.test_torch_findings import two_states
+
+    report = audit(two_states, torch.randn(4), torch.randn(4))
+    aliasing = [f for f in report.findings if f.check == "aliasing"]
+    if torch_version() >= (2, 15, 0):
+        assert not aliasing, str(report)
+        return
+    assert len(aliasing) == 1 and "the declaration is not what is wrong" in aliasing[0].why, str(report)
+    assert "copy" not in aliasing[0].fix.split(";")[0] and "mutates_args" not in aliasing[0].fix, str(report)

@@ -51,3 +51,41 @@ def test_opchecks_schema_test_cannot_run_on_float8_cpu_inputs():
     with pytest.raises(Exception, match="not implemented for 'Float8_e4m3fn'"):
         torch.library.opcheck(widen, (x,), test_utils="test_schema")
     torch.library.opcheck(widen, (x,), test_utils=("test_faketensor", "test_aot_dispatch_dynamic"))
+
+
+@torch.library.custom_op("t_found::two_states", mutates_args=("a", "b"))
+def two_states(a: torch.Tensor, b: torch.Tensor) -> None:
+    a.mul_(0.5).add_(1.0)
+    b.mul_(2.0)
+
+
+@two_states.register_fake
+def _(a, b):
+    return None
+
+
+def _clone_as_the_other_written(x):
+    s = x.clone()
+    two_states(s, x)
+    return s.clone()
+
+
+def test_a_clone_passed_as_another_written_argument_gets_the_wrong_values_before_2_15():
+    """Observed on 2.11.0, 2.13.0 and 2.14.1 (CPU, Inductor), right on 2.15.0: an op that declares and writes
+    both a and b, called as op(x.clone(), x), leaves the clone holding b's result (2x) instead of a's
+    (x/2 + 1); aot_eager is right. bitsandbytes' optimizer_update_32bit meets it with state1 = state2.clone()
+    (docs/audit-vs-opcheck.md); labkit.audit reports it
+    (tests/test_audit_real_ops.py::test_a_clone_as_another_written_argument_is_torchs_not_the_declarations)."""
+    from labkit.env import torch_version
+
+    x = torch.arange(4.0)
+    eager = _clone_as_the_other_written(x.clone())
+    torch.compiler.reset()
+    compiled = torch.compile(_clone_as_the_other_written, backend="inductor")(x.clone())
+    assert torch.equal(eager, x / 2 + 1)
+    if torch_version() >= (2, 15, 0):
+        assert torch.equal(compiled, eager), f"torch {torch.__version__} is wrong again: {compiled.tolist()}"
+    else:
+        assert torch.equal(compiled, x * 2), (f"torch {torch.__version__} now gives {compiled.tolist()}: the "
+                                              "clone-as-another-written-argument bug changed; update the tests "
+                                              "named in this docstring")

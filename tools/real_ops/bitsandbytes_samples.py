@@ -27,6 +27,9 @@ def _samples():
     q4, absmax4 = torch.ops.bitsandbytes.quantize_4bit(w, 64, "nf4", torch.uint8)
     x = torch.randn(1, 1, 64)
     code4 = F.get_4bit_type("nf4", device="cpu", blocksize=64)
+    n = 512   # two of the CPU kernel's 256-element blocks
+    adam = ("adam",)
+    hyper = dict(beta1=0.9, beta2=0.999, beta3=0.0, alpha=0.0, eps=1e-8)
     return {
         "bitsandbytes::int8_linear_matmul": [((A, B), {})],
         "bitsandbytes::int8_linear_matmul.out": [((A, B, torch.empty(10, 30, dtype=torch.int32)), {})],
@@ -41,6 +44,12 @@ def _samples():
         "bitsandbytes::quantize_4bit": [((w, 64, "nf4", torch.uint8), {})],
         "bitsandbytes::dequantize_4bit": [((q4, absmax4, 64, "nf4", [64, 64], torch.float32), {})],
         "bitsandbytes::gemv_4bit": [((x, q4, [64, 64], absmax4, code4, 64), {})],
+        "bitsandbytes::optimizer_update_32bit": [(adam + (torch.randn(n), torch.randn(n), torch.zeros(n), torch.zeros(n),
+                                                   None, 0.0, 0.0, *hyper.values(), 0.0, 1, 1e-3, 1.0), {})],
+        "bitsandbytes::optimizer_update_8bit_blockwise": [(adam + (
+            torch.randn(n), torch.randn(n), torch.full((n,), 128, dtype=torch.uint8), torch.zeros(n, dtype=torch.uint8),
+            *hyper.values(), 1, 1e-3, F.create_dynamic_map(signed=True), F.create_dynamic_map(signed=False),
+            torch.zeros(n // 256), torch.zeros(n // 256), 0.0, 1.0), {})],
         "bitsandbytes::gemm_4bit": [((torch.randn(2, 2, 64), q4, [64, 64], absmax4, 64, "nf4"), {"bias": None})],
     }
 
