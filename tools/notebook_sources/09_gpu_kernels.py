@@ -438,6 +438,35 @@ for op in declared.values():
 # `buf0`, and the result is copied into your tensor afterwards, in the fused kernel of the final add (`copy_` in
 # its name). The tag saves a clone only where one was needed: a buffer whose old value is read after the call.
 #
+# **A sharp edge, found by `labkit.audit`.** The same op, in a program that returns copies of *both* tensors:
+
+# %%
+def doubled_then_copied(x, buf):
+    scale_out(x, out=buf)
+    return x.clone(), buf.clone()
+
+if hasattr(torch.Tag, "out"):
+    x, buf = torch.arange(1.0, 4.0), torch.zeros(3)
+    torch.compiler.reset()
+    x_copy, buf_copy = torch.compile(doubled_then_copied)(x, buf)
+    print("eagerly buf would be", (2 * x).tolist(), "- compiled it is", buf.tolist())
+
+# %% tags=["check"]
+#@title Check: with Tag.out, returning x.clone() and buf.clone() leaves buf holding x (observed 2.13.0-2.15.0)
+if hasattr(torch.Tag, "out"):
+    assert buf.tolist() == x.tolist() == buf_copy.tolist(), (
+        f"torch {torch.__version__} writes 2x into buf now: the Tag.out buffer-reuse bug is fixed; update §5")
+    assert torch.equal(doubled_then_copied(x, torch.zeros(3))[1], 2 * x), "eagerly, buf holds 2x"
+    found = labkit.audit(scale_out, x, out=torch.zeros(3))
+    assert found.kinds() == {"compile"}, "labkit.audit reports it as a compile finding"
+    assert "out differs afterwards" in str(found), "labkit.audit names out as what differs"
+
+# %% [markdown]
+# Compiled, `buf` ends up holding `x`, not `2x`: a silent wrong result on a correctly declared op. Inductor's
+# code writes the op's result into a buffer, then reuses that buffer for the copy of `x` while the op's result
+# still points at it. Returning only `buf.clone()` is right. Until a release fixes it, audit your `Tag.out` ops
+# on the programs you really run: `labkit.audit(scale_out, x, out=torch.zeros(3))` reports this one.
+#
 # ## 6. When re-inplacing fails: a clone in your code *(CPU)*
 #
 # Notebook 02 showed the happy path: AOTAutograd turns a mutating op into a functional one, and Inductor's
