@@ -64,6 +64,11 @@ NOTES = """
   **src declared too: y right**: with `mutates_args=("src", "dst")` the program above is right on every release,
   but a program that also returns `y * 1.0` gets `y` wrong on 2.14.1 (Inductor swaps the roles of the clone and
   `x`); a kernel that copies `src` when it shares storage with `dst` is right everywhere.
+- **clone as other written arg: wrong**: an op that declares and writes both `a` and `b`, called as
+  `s = x.clone(); op(s, x); return s.clone()`, returns `b`'s result (2x) in the clone's place under Inductor
+  (bitsandbytes' `optimizer_update_32bit` meets it; docs/audit-vs-opcheck.md).
+- **Tag.out buffer reused: wrong**: a `Tag.out` op in a program returning `x.clone(), out.clone()` leaves `out`
+  holding `x`: Inductor reuses the op's buffer for the clone while the op's result still aliases it (notebook 09 §5).
 - **#187319 reproduces**: two processes share the default compile cache; the second declares the
   op's mutation and still gets the first process's artifact (which drops the mutation).
 - **mutation lowers to**: what AOTAutograd wraps a custom op that declares `mutates_args` in.
@@ -143,6 +148,37 @@ def _():
 @probe("#198031: src declared too, y read afterwards, right")
 def _():
     return _clone_then_op(_reverse_into("reverse_both", ("src", "dst")), reads_clone=True)
+
+@probe("a clone passed as another written argument gets its result")
+def _():
+    def kernel(a: torch.Tensor, b: torch.Tensor) -> None:
+        a.mul_(0.5).add_(1.0)
+        b.mul_(2.0)
+    op = torch.library.custom_op("matrix::two_states", kernel, mutates_args=("a", "b"))
+    op.register_fake(lambda a, b: None)
+    def f(x):
+        s = x.clone()
+        op(s, x)
+        return s.clone()
+    torch.compiler.reset()
+    compiled = torch.compile(f, backend="inductor")(torch.arange(4.0))
+    return torch.equal(compiled, torch.arange(4.0) * 2)
+
+@probe("Tag.out: returning x.clone() and out.clone() leaves out holding x")
+def _():
+    if not hasattr(torch.Tag, "out"):
+        return "no Tag.out"
+    def kernel(x: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
+        torch.mul(x, 2, out=out)
+        return out
+    op = torch.library.custom_op("matrix::scale_out", kernel, mutates_args={"out"}, tags=(torch.Tag.out,))
+    def f(x, out):
+        op(x, out=out)
+        return x.clone(), out.clone()
+    x, out = torch.arange(1.0, 4.0), torch.zeros(3)
+    torch.compiler.reset()
+    torch.compile(f, backend="inductor")(x, out)
+    return torch.equal(out, x)
 
 @probe("compile on a thread, then on the main thread")
 def _():
@@ -308,6 +344,8 @@ SHORT = {  # column headers for the probe's behaviours
     "#198031 reproduces (y = x.clone(); op(y, x) compiled as op(x, x))": "#198031 reproduces",
     "#198031: src declared too, y read afterwards, right": "#198031, src declared too: y right",
     "#187319 reproduces (stale artifact from the default cache)": "#187319 reproduces",
+    "a clone passed as another written argument gets its result": "clone as other written arg: wrong",
+    "Tag.out: returning x.clone() and out.clone() leaves out holding x": "Tag.out buffer reused: wrong",
     "compile on a thread, then on the main thread": "compile on a thread, then main",
     "seeded op, result unused, removed by Inductor": "unused seeded op removed",
 }
