@@ -173,7 +173,7 @@ def functionalized(before, after, op_name: str):
     height = max(len(r) for r in rows)
     inputs = {n.name for graph, _ in columns for n in graph.nodes if n.op == "placeholder"}
     fig, ax = figure(13, 0.7 * height + 1.5)
-    for c, ((graph, title), calls) in enumerate(zip(columns, rows)):
+    for c, ((_graph, title), calls) in enumerate(zip(columns, rows)):
         x = c * 5.6
         ax.text(x, height - 0.2, title, ha="center", fontsize=FONT + 1, weight="bold")
         for i, node in enumerate(calls):
