@@ -164,11 +164,16 @@ def _call_label(node) -> str:
     return f"{target}({node.args})" if node.name == target else f"{node.name} = {target}({node.args})"
 
 
-def functionalized(before, after, op_name: str):
-    """A mutating op before and after functionalization, from two :class:`labkit.stages.GraphSnapshot`: the
-    Dynamo graph (the call writes its input, as you wrote it) and the AOTAutograd graph (the wrapped call
-    returns the new value; ``copy_`` writes it back). Calls of ``op_name`` are yellow, writes red-edged."""
-    columns = [(before, "Dynamo graph: what you wrote"), (after, "AOTAutograd graph: functional")]
+def functionalized(report, op_name: str):
+    """A mutating op before and after functionalization, from a report's first Dynamo graph (the call writes its
+    input, as you wrote it) and first AOTAutograd graph (the wrapped call returns the new value; ``copy_`` writes
+    it back). Calls of ``op_name`` are yellow, writes red-edged. A report that carries an error says it, in one
+    sentence (:class:`labkit.render.NoStageCode`)."""
+    from .render import stage_code
+
+    stage_code(report)["aot"]           # no AOTAutograd graph: the sentence that says why
+    columns = [(report.dynamo_graphs[0], "Dynamo graph: what you wrote"),
+               (report.aot_graphs[0], "AOTAutograd graph: functional")]
     rows = [[n for n in graph.nodes if n.op == "call_function"] for graph, _ in columns]
     height = max(len(r) for r in rows)
     inputs = {n.name for graph, _ in columns for n in graph.nodes if n.op == "placeholder"}
@@ -197,10 +202,13 @@ def functionalized(before, after, op_name: str):
 
 def write_order(report, op_name: str, writes: str = "x"):
     """Two lanes: the order the program asks for (its Dynamo graph) and the order Inductor's ``call`` runs (its
-    code, :func:`labkit.logs.call_steps`), from one report. The call of ``op_name`` (which writes ``writes``) is
-    red-edged; each step that reads the input is marked with whether it sees ``writes`` before or after the write."""
+    code, :func:`labkit.logs.call_steps`), from one report. The call of ``op_name`` (which writes ``writes``, the
+    input: ``arg0_1`` in Inductor's code, or a copy of it) is red-edged; each step that reads the input is marked
+    with whether it sees ``writes`` before or after the write."""
     from .logs import call_steps
+    from .render import stage_code
 
+    stage_code(report)["inductor"]      # no Inductor code: the sentence that says why
     graph = report.dynamo_graphs[0]
     inputs = [n.name for n in graph.nodes if n.op == "placeholder"]
     eager = [(_call_label(n), n.custom_op == op_name, any(i in n.args.split(", ") for i in inputs))
@@ -218,11 +226,13 @@ def write_order(report, op_name: str, writes: str = "x"):
         written = False
         for i, (text, is_op, reads) in enumerate(steps):
             box(ax, 2.1 + step * i, y, text, "write" if is_op else "input" if reads else "plain", width=4.1)
-            note = f"writes {writes}" if is_op else (f"reads {writes} after the write" if written else
-                                                    f"reads {writes} before the write") if reads else ""
+            hits = is_op and (reads or r == 0)          # compiled: the op is handed x itself, not a copy
+            note = (f"writes {writes}" if hits else f"writes a copy of {writes}" if is_op else
+                    f"reads {writes} after the write" if reads and written else
+                    f"reads {writes} before the write" if reads else "")
             ax.text(2.1 + step * i, y + 0.42, note, ha="center", fontsize=FONT - 1,
-                    color=PALETTE["write"] if is_op or written else PALETTE["edge"])
-            written = written or is_op
+                    color=PALETTE["write"] if hits or (reads and written) else PALETTE["edge"])
+            written = written or hits
             if i:
                 arrow(ax, (2.1 + step * (i - 1) + 2.05, y), (2.1 + step * i - 2.05, y))
     verdict = "compiled == eager" if report.verdict and report.verdict.agree else f"✘ {report.verdict}"

@@ -179,6 +179,17 @@ def error_sentence(report: StageReport) -> str | None:
     return f"torch raised {error.type_name} ({'eager' if error is report.eager_error else 'compiled'}): {first}"
 
 
+def outcome(report: StageReport) -> str:
+    """What a compile came to, in a few words: ``"correct"``, ``"silently wrong"`` (no error, a different answer),
+    ``"error in eager (<kind>)"`` or ``"error when compiling (<kind>)"``, the kind as :class:`TorchError` names it."""
+    _require_report(report, "render.outcome")
+    if report.eager_error:
+        return f"error in eager ({report.eager_error.kind})"
+    if report.error:
+        return f"error when compiling ({report.error.kind})"
+    return "correct" if report.verdict.agree else "silently wrong"
+
+
 class NoStageCode(LookupError):
     """A stage a report made no code for, said in one sentence (IPython shows the sentence, no traceback)."""
 

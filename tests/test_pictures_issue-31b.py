@@ -1,6 +1,7 @@
 """The pictures of notebooks 02 and 04 reflect their input: every label drawn comes from the graphs, code or
 keys given (a real compile, then a made-up input that no template could have drawn)."""
 
+import pytest
 import torch
 
 import labkit
@@ -23,7 +24,7 @@ def _node(name, op="call_function", target="", args="", custom_op=None, wrapper=
 def test_functionalized_draws_both_graphs_of_a_real_compile():
     bump = labkit.declare(name="pic31b::bump", writes=("x",), mutates_args=("x",), returns="none")
     report = labkit.compile_and_compare(lambda x: (bump(x), x * 2)[1], torch.ones(3), backend="aot_eager")
-    texts = _texts(pictures.functionalized(report.dynamo_graphs[0], report.aot_graphs[0], "pic31b::bump"))
+    texts = _texts(pictures.functionalized(report, "pic31b::bump"))
     for graph in (report.dynamo_graphs[0], report.aot_graphs[0]):
         for node in graph.nodes:
             if node.op == "call_function":
@@ -41,7 +42,11 @@ def test_functionalized_labels_come_from_the_data():
     right = GraphSnapshot("aot", "", (_node("b", "placeholder"), _node("u", target="zap", args="b"),
                                       _node("copy_", target="copy_.default", args="b, u", mutating=True),
                                       _node("copy_1", target="copy_.default", args="b, u", mutating=True)), ())
-    texts = _texts(pictures.functionalized(left, right, "ns::frob"))
+    class Report:
+        dynamo_graphs, aot_graphs, inductor_code, backward_graphs = [left], [right], [], []
+        error = eager_error = None
+
+    texts = _texts(pictures.functionalized(Report(), "ns::frob"))
     assert "w = frob(a)" in texts and "u = zap(b)" in texts and "copy_(b, u)" in texts, texts
     assert "writes a, the input" in texts, texts
     assert any("1 on the left" in t and "2 on the right" in t for t in texts), texts
@@ -73,6 +78,30 @@ def test_write_order_reads_the_program_order_and_inductors_order():
     assert any(t.startswith("✘") for t in texts), "the verdict drawn is the report's: outputs differ"
 
 
+def test_write_order_says_when_the_op_writes_a_copy():
+    @torch.library.custom_op("pic31b::bump_and_sum_declared", mutates_args={"x"})
+    def bump_and_sum_declared(x: torch.Tensor) -> torch.Tensor:
+        x.add_(1)
+        return x.sum().reshape(1)
+
+    bump_and_sum_declared.register_fake(lambda x: x.new_empty(1))
+    report = labkit.compile_and_compare(lambda x: x * 2 + bump_and_sum_declared(x), torch.ones(3),
+                                        backend="inductor")
+    texts = _texts(pictures.write_order(report, "pic31b::bump_and_sum_declared"))
+    assert "writes a copy of x" in texts and texts.count("writes x") == 1, texts
+    assert "reads x after the write" not in texts[texts.index("writes a copy of x"):], texts
+    assert "compiled == eager" in texts, texts
+
+
+def test_a_report_that_carries_an_error_says_it_instead_of_a_picture():
+    labkit.drop_namespace("pic31b")
+    bump = labkit.declare(name="pic31b::gone", writes=("x",), mutates_args=("x",), returns="none")
+    labkit.drop_namespace("pic31b")
+    report = labkit.compile_and_compare(lambda x: (bump(x), x * 2)[1], torch.ones(3), backend="aot_eager")
+    with pytest.raises(labkit.render.NoStageCode, match="`pic31b::gone` was redeclared or dropped"):
+        pictures.functionalized(report, "pic31b::gone")
+
+
 def test_write_order_labels_come_from_the_data():
     class Report:
         dynamo_graphs = [GraphSnapshot("dynamo", "", (
@@ -81,6 +110,7 @@ def test_write_order_labels_come_from_the_data():
         inductor_code = ["kern_0 = async_compile.cpp('')\ndef call(args):\n    kern_0(arg0_1)\n"
                          "    buf0 = torch.ops.zz.op.default(arg0_1)\n    return (buf0, )\n"]
         verdict = None
+        aot_graphs, backward_graphs, error, eager_error = [], [], None, None
 
     texts = _texts(pictures.write_order(Report(), "zz::op", writes="y"))
     assert "first = op(l_y_)" in texts and "later = neg(l_y_)" in texts, texts

@@ -43,3 +43,18 @@ def test_any_other_error_is_torchs_first_line_and_a_missing_stage_says_why():
     with pytest.raises(NoStageCode, match="the backend 'aot_eager' has no Inductor stage"):
         labkit.render.stage_code(ok)["inductor"]
     labkit.drop_namespace("t31b")
+
+
+def test_outcome_names_each_way_a_declaration_can_end():
+    labkit.drop_namespace("t31b")
+    cases = {"correct": dict(writes=("x",), mutates_args=("x",), returns="none"),
+             "silently wrong": dict(writes=("x",), mutates_args=(), returns="none"),
+             "error in eager (alias_return)": dict(writes=("x",), mutates_args=("x",), returns="input"),
+             "error when compiling (missing_fake)": dict(returns="fresh", fake=False)}
+    for expected, fields in cases.items():
+        op = labkit.declare(name="t31b::case", **fields)
+        report = labkit.compile_and_compare(labkit.experiments.uses_result(op), torch.ones(3), backend="inductor")
+        assert labkit.render.outcome(report) == expected, (expected, report)
+    with pytest.raises(TypeError, match="takes the report"):
+        labkit.render.outcome("correct")
+    labkit.drop_namespace("t31b")
