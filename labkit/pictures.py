@@ -240,3 +240,38 @@ def write_order(report, op_name: str, writes: str = "x"):
     ax.set_xlim(-3.4, step * width + 0.1)
     ax.set_ylim(-1.0, 2.6)
     return fig
+
+
+# --- 04: what the cache key sees of a changed declaration, with and without labkit's fingerprint ---------------
+
+
+def _short_tag(tag: str) -> str:
+    return repr(tag if len(tag) <= 22 else tag[:21] + "…") if tag else "'' (empty)"
+
+
+def cache_keys(results: dict):
+    """One row per :class:`labkit.naming.NamingResult` (``{label: result}``, e.g. one per cache policy): the two
+    declarations as each compile saw them (the schema, and ``cache_key_tag``, which is part of every cache key),
+    whether the tag changed between them, and what the second compile got: the cache's artifact or a fresh one."""
+    fig, ax = figure(14.5, 1.4 * len(results) + 0.9)
+    for r, (label, result) in enumerate(results.items()):
+        y = -1.4 * r
+        first, second = result.steps
+        ax.text(-0.3, y, label, ha="right", va="center", fontsize=FONT, weight="bold")
+        for x, step in ((2.8, first), (8.8, second)):
+            box(ax, x, y, f"{step.declared}: {step.schema_now}\ncache_key_tag = {_short_tag(step.tag)}",
+                "input" if step.declared == "pure" else "op", width=5.5, height=0.8)
+        changed = first.tag != second.tag
+        arrow(ax, (5.55, y), (6.05, y), color=PALETTE["edge"] if changed else PALETTE["write"])
+        ax.text(5.8, y - 0.62, "tag changed:\na new key" if changed else "same tag:\nthe same key", ha="center",
+                fontsize=FONT - 1, color=PALETTE["edge"] if changed else PALETTE["write"])
+        ran = f"x = {second.x_after}, eager {second.x_after_eager}"
+        verdict = f"cache hit: the old artifact\n{ran}" if second.stale else f"compiled afresh\n{ran}"
+        box(ax, 14.1, y, verdict, "write" if not second.correct else "output", width=4.5, height=0.8)
+        arrow(ax, (11.55, y), (11.85, y))
+    for x, title in ((2.8, "first compile"), (8.8, "after the fix: a reset, a new torch.compile"),
+                     (14.1, "what the fixed program ran")):
+        ax.text(x, 0.7, title, ha="center", fontsize=FONT, weight="bold")
+    ax.set_xlim(-2.6, 16.4)
+    ax.set_ylim(-1.4 * len(results) + 0.45, 1.0)
+    return fig

@@ -116,3 +116,31 @@ def test_write_order_labels_come_from_the_data():
     assert "first = op(l_y_)" in texts and "later = neg(l_y_)" in texts, texts
     assert "reads y after the write" in texts and "reads y before the write" in texts, texts
     assert "kern_0(arg0_1)" in texts and "zz.op(arg0_1)" in texts, texts
+
+
+# --- 04: cache_keys -----------------------------------------------------------------------------------------
+
+
+def test_cache_keys_draws_the_tags_and_what_the_fix_ran():
+    runs = {policy: labkit.naming.run("one shared name", labkit.naming.ORDERS[0], policy, namespace="pic31bkeys")
+            for policy in ("default", "fingerprinted")}
+    texts = _texts(pictures.cache_keys(runs))
+    default, fingerprinted = runs["default"].steps, runs["fingerprinted"].steps
+    assert default[0].tag == default[1].tag == "", "torch's default: no tag"
+    assert fingerprinted[0].tag != fingerprinted[1].tag, "the fingerprint changes with the schema"
+    assert any(fingerprinted[1].tag[:21] in t for t in texts), texts
+    assert any(default[1].schema_now in t for t in texts), texts
+    assert texts.count("same tag:\nthe same key") == 1 and texts.count("tag changed:\na new key") == 1, texts
+    assert any(t.startswith("cache hit") for t in texts) == default[1].stale, texts
+
+
+def test_cache_keys_labels_come_from_the_data():
+    from labkit.naming import NamingResult, Step
+
+    steps = (Step("zz::q", "pure", "zz::q(Tensor y) -> ()", 0, [7.0], [8.0], 0, "mine-1"),
+             Step("zz::q", "mutating", "zz::q(Tensor(a0!) y) -> ()", 1, [8.0], [8.0], 0, "mine-1"))
+    texts = _texts(pictures.cache_keys({"made up": NamingResult("one shared name", "o", "p", steps)}))
+    assert "made up" in texts
+    assert "mutating: zz::q(Tensor(a0!) y) -> ()\ncache_key_tag = 'mine-1'" in texts, texts
+    assert "same tag:\nthe same key" in texts, "the tags are equal, whatever the policy's name"
+    assert "compiled afresh\nx = [8.0], eager [8.0]" in texts, texts
