@@ -200,6 +200,13 @@ def functionalized(report, op_name: str):
     return fig
 
 
+def _fits(label: str, limit: int = 40) -> str:
+    """A lane's label within ``limit`` characters: without its ``name = `` when that is too long, then cut."""
+    if len(label) > limit and " = " in label:
+        label = label.split(" = ", 1)[1]
+    return label if len(label) <= limit else label[: limit - 1] + "…"
+
+
 def write_order(report, op_name: str, writes: str = "x"):
     """Two lanes: the order the program asks for (its Dynamo graph) and the order Inductor's ``call`` runs (its
     code, :func:`labkit.logs.call_steps`), from one report. The call of ``op_name`` (which writes ``writes``, the
@@ -211,30 +218,30 @@ def write_order(report, op_name: str, writes: str = "x"):
     stage_code(report)["inductor"]      # no Inductor code: the sentence that says why
     graph = report.dynamo_graphs[0]
     inputs = [n.name for n in graph.nodes if n.op == "placeholder"]
-    eager = [(_call_label(n), n.custom_op == op_name, any(i in n.args.split(", ") for i in inputs))
+    eager = [(_fits(_call_label(n)), n.custom_op == op_name, any(i in n.args.split(", ") for i in inputs))
              for n in graph.nodes if n.op == "call_function"]
     short = op_name.replace("::", ".")
-    compiled = [(text, text.startswith(short + "("), "arg0_1" in text)
+    compiled = [(_fits(text), text.startswith(short + "("), "arg0_1" in text)
                 for kind, text in call_steps(report.inductor_code[0]) if kind != "alloc"]
     lanes = [("eager: the order you wrote", eager), ("compiled: the order Inductor runs", compiled)]
     width = max(len(steps) for _, steps in lanes)
-    step = 4.3
+    step = 4.6
     fig, ax = figure(2.6 + step * width, 3.4)
     for r, (title, steps) in enumerate(lanes):
         y = 1.8 - 1.7 * r
         ax.text(-0.3, y, title, ha="right", va="center", fontsize=FONT, weight="bold")
         written = False
         for i, (text, is_op, reads) in enumerate(steps):
-            box(ax, 2.1 + step * i, y, text, "write" if is_op else "input" if reads else "plain", width=4.1)
+            box(ax, 2.3 + step * i, y, text, "write" if is_op else "input" if reads else "plain", width=4.4)
             hits = is_op and (reads or r == 0)          # compiled: the op is handed x itself, not a copy
             note = (f"writes {writes}" if hits else f"writes a copy of {writes}" if is_op else
                     f"reads {writes} after the write" if reads and written else
                     f"reads {writes} before the write" if reads else "")
-            ax.text(2.1 + step * i, y + 0.42, note, ha="center", fontsize=FONT - 1,
+            ax.text(2.3 + step * i, y + 0.42, note, ha="center", fontsize=FONT - 1,
                     color=PALETTE["write"] if hits or (reads and written) else PALETTE["edge"])
             written = written or hits
             if i:
-                arrow(ax, (2.1 + step * (i - 1) + 2.05, y), (2.1 + step * i - 2.05, y))
+                arrow(ax, (2.3 + step * (i - 1) + 2.2, y), (2.3 + step * i - 2.2, y))
     verdict = "compiled == eager" if report.verdict and report.verdict.agree else f"✘ {report.verdict}"
     ax.text(0.05, -0.75, verdict, fontsize=FONT, color=PALETTE["edge"])
     ax.set_xlim(-3.4, step * width + 0.1)

@@ -304,7 +304,8 @@ def hidden_side_effect(x: torch.Tensor) -> None:
 hidden_side_effect.register_fake(lambda x: None)
 cases = dict(MISTAKES, correct=dict(writes=("x",), mutates_args=("x",), returns="none"))
 ops = {case: labkit.declare(name=f"nb02::check_{i}", **fields) for i, (case, fields) in enumerate(cases.items())}
-table = {case: labkit.checks.opcheck(op, (torch.randn(3),)) for case, op in dict(ops, hidden=hidden_side_effect).items()}
+ops["hidden side effect"] = hidden_side_effect
+table = {case: labkit.checks.opcheck(op, (torch.randn(3),)) for case, op in ops.items()}
 print(f"{'op':<20}" + "".join(f"{test:<28}" for test in labkit.checks.OPCHECK_TESTS))
 for case, row in table.items():
     print(f"{case:<20}" + "".join(f"{'ok' if row[t] == 'ok' else 'FAIL':<28}" for t in labkit.checks.OPCHECK_TESTS))
@@ -316,7 +317,7 @@ assert table["undeclared mutation"]["test_schema"] == "FAIL: Argument x is not d
 assert [v == "ok" for v in table["undeclared mutation"].values()] == [False, True, True, True], \
     "only test_schema catches an undeclared mutation"
 assert set(table["over-declared"].values()) == {"ok"}, "opcheck does not catch an over-declaration"
-assert set(table["hidden"].values()) == {"ok"}, "opcheck does not catch a hidden Python side effect"
+assert set(table["hidden side effect"].values()) == {"ok"}, "opcheck does not catch a hidden Python side effect"
 assert table["no fake kernel"]["test_faketensor"].startswith("FAIL: There was no fake impl"), \
     "test_faketensor catches a missing fake kernel"
 assert set(table["correct"].values()) == {"ok"}, "a correct declaration passes every test"
