@@ -15,7 +15,6 @@
 # **Time:** about 30 minutes. **Before:** 02 · `mutates_args`.
 
 # %% tags=["nbval-ignore-output"]
-import functools
 import hashlib
 import shutil
 import tempfile
@@ -66,22 +65,22 @@ assert str(torch.ops.nb04n.foo.default._schema) == str(foo_v2._opoverload._schem
 # reading). So a "model that uses both declarations of one name" cannot exist. (`labkit.declare` retires such
 # handles: calling one raises `StaleOpError`.)
 #
-# The lower-level `Library.define` refuses a duplicate, and freeing the `Library` frees its names:
+# The lower-level `Library.define` refuses a duplicate, and destroying the `Library` frees its names:
 
 # %%
 low = torch.library.Library("nb04nlow", "FRAGMENT")
 low.define("bar(Tensor x) -> Tensor")
-duplicate = labkit.stages.raised(functools.partial(low.define, "bar(Tensor x) -> Tensor"))
+duplicate = labkit.stages.raised(lambda: low.define("bar(Tensor x) -> Tensor"))
 print(duplicate.message[:100], "…")
-del low                              # the Library is freed, and its names with it
-print("nb04nlow::bar after del:", hasattr(torch.ops.nb04nlow, "bar"))
+low._destroy()         # private torch: what frees a Library's names (a plain `del` may not, while refs remain)
+print("nb04nlow::bar after _destroy():", hasattr(torch.ops.nb04nlow, "bar"))
 
 # %% tags=["check"]
-#@title Check: Library.define refuses a name twice; a freed Library frees its names
+#@title Check: Library.define refuses a name twice; a destroyed Library frees its names
 assert duplicate is not None, "Library.define refuses to define a name twice"
 assert duplicate.message.startswith("Tried to register an operator (nb04nlow::bar(Tensor x) -> Tensor) with the same"), \
     "torch's message names the operator registered twice"
-assert not hasattr(torch.ops.nb04nlow, "bar"), "once the Library is freed, the name is free again"
+assert not hasattr(torch.ops.nb04nlow, "bar"), "once the Library is destroyed, the name is free again"
 
 # %% [markdown]
 # ## 2. The caches remember the old declaration
