@@ -197,7 +197,8 @@ labkit.pictures.cache_keys({"torch's default": shared_name, "labkit's fingerprin
 #@title Check: without the fingerprint the tag and key stay the same and the cache answers; with it, the tag changes
 steps, tagged = shared_name.steps, mitigations["labkit's fingerprint"].steps
 assert steps[0].tag == steps[1].tag, "torch's default: both compiles have the same cache_key_tag"
-assert steps[1].stale and not steps[1].correct, "torch's default: the fix's compile gets the cache's old artifact"
+assert steps[1].stale, "torch's default: the fix's compile is served from the cache"
+assert not steps[1].correct, "torch's default: the fix runs the old artifact, so x is wrong"
 assert tagged[0].tag != tagged[1].tag, "labkit's fingerprint: the changed schema gives a new tag, so a new key"
 assert tagged[1].tag.startswith(labkit.cache.TAG_PREFIX), "labkit's part of the tag is its fingerprint"
 
@@ -402,7 +403,8 @@ import io
 assert isolated.steps[1].stale, "isolated, one process: the fix's compile hits the artifact of the first one"
 assert not isolated.steps[1].correct, "isolated, one process: the fixed declaration runs the stale artifact, wrongly"
 with contextlib.redirect_stdout(io.StringIO()):
-    assert check_isolated(False) and check_isolated("no"), "False, in its spellings, passes"
+    assert check_isolated(False), "False passes"
+    assert check_isolated("no"), "'no', a spelling of False, passes"
     assert not check_isolated(True), "True is refused"
     assert not check_isolated("maybe"), "a word not allowed is refused"
 
