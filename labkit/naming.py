@@ -33,6 +33,7 @@ class Step:
     x_after: list  # x started at zeros; the kernel adds 1
     x_after_eager: list
     cache_hits: int  # FX-graph + AOTAutograd cache hits of this compile
+    tag: str = ""  # torch.compiler.config.cache_key_tag when it compiled: part of every cache key
 
     @property
     def correct(self) -> bool:
@@ -134,17 +135,18 @@ def run(scheme: str, order: str, policy: str, namespace: str = "naming", typed: 
                 before = internals.cache_counters()
                 kernel.calls = 0
                 x = torch.zeros(2)
+                tag = torch.compiler.config.cache_key_tag
                 torch.compile(f, backend="inductor")(x)
                 after = internals.cache_counters()
                 hits = after["fxgraph_hit"] - before["fxgraph_hit"] + after["aot_hit"] - before["aot_hit"]
                 calls = kernel.calls
                 eager = torch.zeros(2)
                 f(eager)
-                raw.append((name, kind, calls, x.tolist(), eager.tolist(), hits))
+                raw.append((name, kind, calls, x.tolist(), eager.tolist(), hits, tag))
         # the first handle dangles now; its schema is a Python copy taken when it was made (safe to read)
         steps = tuple(Step(name, kind, internals.schema_of(internals.overload_of(handle)), calls, x_after,
-                           x_eager, hits)
-                      for (name, kind, calls, x_after, x_eager, hits), handle in zip(raw, handles))
+                           x_eager, hits, tag)
+                      for (name, kind, calls, x_after, x_eager, hits, tag), handle in zip(raw, handles))
         return NamingResult(scheme, order, policy, steps)
     finally:
         for name in set(names):

@@ -152,3 +152,133 @@ def inductor_steps(codes: dict):
     ax.set_xlim(-2.4, step * widest + 0.1)
     ax.set_ylim(-0.95 * len(rows) - (0.1 if widest > 2 else 0.5), 0.6)
     return fig
+
+
+# --- 02: what functionalization does to a mutating op, and the order Inductor runs an undeclared write in -------
+
+
+def _call_label(node) -> str:
+    """``name = target(args)`` for a graph node, the target without its overload (``mul.Tensor`` -> ``mul``);
+    ``target(args)`` alone when the node is named after its target (``copy_``, ``auto_functionalized_v2``)."""
+    target = node.target.split(".")[0]
+    return f"{target}({node.args})" if node.name == target else f"{node.name} = {target}({node.args})"
+
+
+def functionalized(report, op_name: str):
+    """A mutating op before and after functionalization, from a report's first Dynamo graph (the call writes its
+    input, as you wrote it) and first AOTAutograd graph (the wrapped call returns the new value; ``copy_`` writes
+    it back). Calls of ``op_name`` are yellow, writes red-edged. A report that carries an error says it, in one
+    sentence (:class:`labkit.render.NoStageCode`)."""
+    from .render import stage_code
+
+    stage_code(report)["aot"]           # no AOTAutograd graph: the sentence that says why
+    columns = [(report.dynamo_graphs[0], "Dynamo graph: what you wrote"),
+               (report.aot_graphs[0], "AOTAutograd graph: functional")]
+    rows = [[n for n in graph.nodes if n.op == "call_function"] for graph, _ in columns]
+    height = max(len(r) for r in rows)
+    inputs = {n.name for graph, _ in columns for n in graph.nodes if n.op == "placeholder"}
+    fig, ax = figure(13, 0.7 * height + 1.5)
+    for c, ((_graph, title), calls) in enumerate(zip(columns, rows)):
+        x = c * 5.6
+        ax.text(x, height - 0.2, title, ha="center", fontsize=FONT + 1, weight="bold")
+        for i, node in enumerate(calls):
+            writes = node.mutating and not node.wrapper
+            kind = "write" if writes else "op" if node.custom_op == op_name else "plain"
+            box(ax, x, height - 1 - i, _call_label(node), kind, width=5.1)
+            target = node.args.split(", ")[0]
+            note = (f"writes {target}{', the input' if target in inputs else ''}" if writes else
+                    "returns the new value, writes nothing" if node.wrapper else "")
+            ax.text(x + (2.7 if c else -2.7), height - 1 - i, note, ha="left" if c else "right", va="center",
+                    fontsize=FONT - 1, color=PALETTE["write"])
+            if i:
+                arrow(ax, (x, height - i - 0.25), (x, height - i - 0.72))
+    writes = [sum(n.mutating and not n.wrapper for n in calls) for calls in rows]
+    ax.text(2.8, -0.55, f"in-place writes in the graph: {writes[0]} on the left (the op), {writes[1]} on the right "
+            "(the copy_ back into the input, at the end)", ha="center", fontsize=FONT, color=PALETTE["edge"])
+    ax.set_xlim(-4.6, 10.6)
+    ax.set_ylim(-0.9, height + 0.2)
+    return fig
+
+
+def _fits(label: str, limit: int = 40) -> str:
+    """A lane's label within ``limit`` characters: without its ``name = `` when that is too long, then cut."""
+    if len(label) > limit and " = " in label:
+        label = label.split(" = ", 1)[1]
+    return label if len(label) <= limit else label[: limit - 1] + "…"
+
+
+def write_order(report, op_name: str, writes: str = "x"):
+    """Two lanes: the order the program asks for (its Dynamo graph) and the order Inductor's ``call`` runs (its
+    code, :func:`labkit.logs.call_steps`), from one report. The call of ``op_name`` (which writes ``writes``, the
+    input: ``arg0_1`` in Inductor's code, or a copy of it) is red-edged; each step that reads the input is marked
+    with whether it sees ``writes`` before or after the write."""
+    from .logs import call_steps
+    from .render import stage_code
+
+    stage_code(report)["inductor"]      # no Inductor code: the sentence that says why
+    graph = report.dynamo_graphs[0]
+    inputs = [n.name for n in graph.nodes if n.op == "placeholder"]
+    eager = [(_fits(_call_label(n)), n.custom_op == op_name, any(i in n.args.split(", ") for i in inputs))
+             for n in graph.nodes if n.op == "call_function"]
+    short = op_name.replace("::", ".")
+    compiled = [(_fits(text), text.startswith(short + "("), "arg0_1" in text)
+                for kind, text in call_steps(report.inductor_code[0]) if kind != "alloc"]
+    lanes = [("eager: the order you wrote", eager), ("compiled: the order Inductor runs", compiled)]
+    width = max(len(steps) for _, steps in lanes)
+    step = 4.6
+    fig, ax = figure(2.6 + step * width, 3.4)
+    for r, (title, steps) in enumerate(lanes):
+        y = 1.8 - 1.7 * r
+        ax.text(-0.3, y, title, ha="right", va="center", fontsize=FONT, weight="bold")
+        written = False
+        for i, (text, is_op, reads) in enumerate(steps):
+            box(ax, 2.3 + step * i, y, text, "write" if is_op else "input" if reads else "plain", width=4.4)
+            hits = is_op and (reads or r == 0)          # compiled: the op is handed x itself, not a copy
+            note = (f"writes {writes}" if hits else f"writes a copy of {writes}" if is_op else
+                    f"reads {writes} after the write" if reads and written else
+                    f"reads {writes} before the write" if reads else "")
+            ax.text(2.3 + step * i, y + 0.42, note, ha="center", fontsize=FONT - 1,
+                    color=PALETTE["write"] if hits or (reads and written) else PALETTE["edge"])
+            written = written or hits
+            if i:
+                arrow(ax, (2.3 + step * (i - 1) + 2.2, y), (2.3 + step * i - 2.2, y))
+    verdict = "compiled == eager" if report.verdict and report.verdict.agree else f"✘ {report.verdict}"
+    ax.text(0.05, -0.75, verdict, fontsize=FONT, color=PALETTE["edge"])
+    ax.set_xlim(-3.4, step * width + 0.1)
+    ax.set_ylim(-1.0, 2.6)
+    return fig
+
+
+# --- 04: what the cache key sees of a changed declaration, with and without labkit's fingerprint ---------------
+
+
+def _short_tag(tag: str) -> str:
+    return repr(tag if len(tag) <= 22 else tag[:21] + "…") if tag else "'' (empty)"
+
+
+def cache_keys(results: dict):
+    """One row per :class:`labkit.naming.NamingResult` (``{label: result}``, e.g. one per cache policy): the two
+    declarations as each compile saw them (the schema, and ``cache_key_tag``, which is part of every cache key),
+    whether the tag changed between them, and what the second compile got: the cache's artifact or a fresh one."""
+    fig, ax = figure(14.5, 1.4 * len(results) + 0.9)
+    for r, (label, result) in enumerate(results.items()):
+        y = -1.4 * r
+        first, second = result.steps
+        ax.text(-0.3, y, label, ha="right", va="center", fontsize=FONT, weight="bold")
+        for x, step in ((2.8, first), (8.8, second)):
+            box(ax, x, y, f"{step.declared}: {step.schema_now}\ncache_key_tag = {_short_tag(step.tag)}",
+                "input" if step.declared == "pure" else "op", width=5.5, height=0.8)
+        changed = first.tag != second.tag
+        arrow(ax, (5.55, y), (6.05, y), color=PALETTE["edge"] if changed else PALETTE["write"])
+        ax.text(5.8, y - 0.62, "tag changed:\na new key" if changed else "same tag:\nthe same key", ha="center",
+                fontsize=FONT - 1, color=PALETTE["edge"] if changed else PALETTE["write"])
+        ran = f"x = {second.x_after}, eager {second.x_after_eager}"
+        verdict = f"cache hit: the old artifact\n{ran}" if second.stale else f"compiled afresh\n{ran}"
+        box(ax, 14.1, y, verdict, "write" if not second.correct else "output", width=4.5, height=0.8)
+        arrow(ax, (11.55, y), (11.85, y))
+    for x, title in ((2.8, "first compile"), (8.8, "after the fix: a reset, a new torch.compile"),
+                     (14.1, "what the fixed program ran")):
+        ax.text(x, 0.7, title, ha="center", fontsize=FONT, weight="bold")
+    ax.set_xlim(-2.6, 16.4)
+    ax.set_ylim(-1.4 * len(results) + 0.45, 1.0)
+    return fig

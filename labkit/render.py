@@ -159,8 +159,47 @@ def summary(report: StageReport, ops: list[str] | None = None) -> str:
     return "\n".join(lines)
 
 
+_STALE = re.compile(r"This handle to (\S+) is stale")
+
+
+def error_sentence(report: StageReport) -> str | None:
+    """The error a report carries, as one sentence a learner can act on; None when torch raised nothing.
+
+    A stale op (a setup cell run again drops a notebook's ops) is named, with the fix: run again the cell
+    that declares it. Any other error is torch's type and the first line of its message.
+    """
+    error = report.error or report.eager_error
+    if error is None:
+        return None
+    stale = _STALE.search(error.message)
+    if error.type_name == "StaleOpError" and stale:
+        return (f"`{stale.group(1)}` was redeclared or dropped after this function was defined (a setup cell run "
+                f"again drops it): run again the cell that declares `{stale.group(1)}`, then this one.")
+    first = (error.message.strip().splitlines() or [""])[0]
+    return f"torch raised {error.type_name} ({'eager' if error is report.eager_error else 'compiled'}): {first}"
+
+
+def outcome(report: StageReport) -> str:
+    """What a compile came to, in a few words: ``"correct"``, ``"silently wrong"`` (no error, a different answer),
+    ``"error in eager (<kind>)"`` or ``"error when compiling (<kind>)"``, the kind as :class:`TorchError` names it."""
+    _require_report(report, "render.outcome")
+    if report.eager_error:
+        return f"error in eager ({report.eager_error.kind})"
+    if report.error:
+        return f"error when compiling ({report.error.kind})"
+    return "correct" if report.verdict.agree else "silently wrong"
+
+
+class NoStageCode(LookupError):
+    """A stage a report made no code for, said in one sentence (IPython shows the sentence, no traceback)."""
+
+    def _render_traceback_(self) -> list[str]:  # IPython's hook for how an exception is shown
+        return [f"✘ {self}"]
+
+
 class StageCode(dict):
-    """Each stage's readable code, by stage. Asking for a stage that made none says why, in one sentence."""
+    """Each stage's readable code, by stage. Asking for a stage that made none raises :class:`NoStageCode`
+    with one sentence: the error the report carries (a stale op named, with the cell to re-run), or why."""
 
     def __init__(self, report: StageReport, codes: dict[str, str]):
         super().__init__(codes)
@@ -168,19 +207,21 @@ class StageCode(dict):
 
     def __missing__(self, stage):
         report = self._report
+        title = CODE_TITLES.get(stage, stage)
+        carried = error_sentence(report)
+        if carried:
+            raise NoStageCode(f"No {title}: {carried}")
         made = ", ".join(repr(s) for s in self) or "none"
-        why = (f"torch raised first: {report.error.type_name}: {report.error.message}" if report.error
-               else f"the backend {report.backend!r} has no {STAGE_NAMES.get(stage, stage)} stage"
-               if stage in STAGE_NAMES and stage not in report.stages()
-               else "this experiment made no such code")
-        raise KeyError(f"no {CODE_TITLES.get(stage, stage)} for this report ({why}); it has: {made}.")
+        why = (f"the backend {report.backend!r} has no {STAGE_NAMES.get(stage, stage)} stage"
+               if stage in STAGE_NAMES and stage not in report.stages() else "this experiment made no such code")
+        raise NoStageCode(f"No {title} for this report ({why}); it has: {made}.")
 
 
 def stage_code(report: StageReport) -> StageCode:
     """Readable code for each stage that ran (graphs joined when Dynamo made several).
 
     ``"backward"`` is there only when the experiment ran ``.backward()`` (``backward=True``). A stage that made
-    no code raises KeyError with one sentence: the error torch raised before it, or why it is absent.
+    no code raises :class:`NoStageCode` with one sentence: the error the report carries, or why it is absent.
     """
     out = {}
     for stage, codes in (("dynamo", [g.code for g in report.dynamo_graphs]),

@@ -75,6 +75,16 @@ NOTES = """
 - **seeded op, result unused, removed by Inductor**: a `nondeterministic_seeded` custom op whose
   result is unused is dead-code eliminated (notebook 04 asserts it).
 - **Tag.inplace exists**: `torch.Tag.inplace` (notebook 02 branches on it).
+- **Notebook 02 across releases**: `torch.Tag.inplace` (§5) exists from 2.13 on. On 2.11 and 2.12 the §5 cell
+  says the tag is missing and skips, and its check asserts that the tag is absent; on 2.13 and later it asserts
+  the tagged op's schema `(Tensor(a0!) x) -> Tensor(a0!)`, compiled == eager, and torch's refusal of the tag on
+  an op that writes its second argument. Every other claim of 02 (the undeclared write in `read_then_bump`:
+  eager 8, compiled 10, the op launched before the fused kernel) was asserted unchanged on 2.11.0, 2.13.0,
+  2.15.0 and the Colab stack (2026-12-03).
+- **Notebook 04 across releases**: no claim differs on 2.11.0, 2.13.0, 2.15.0 or the Colab stack (2026-12-03):
+  the stale artifact after a changed `mutates_args` (#187319) comes back in one process and across two, and
+  the fixed fake kernel of §4 still gets the buggy one's artifact (#160472). Both checks fail with "torch may
+  have fixed …" the day a release changes that.
 - **Why the minimum is 2.11, not 2.10**: on 2.10.0, notebook 03's lesson on the runtime aliasing
   check fails: `torch._functorch.config.error_on_custom_op_aliasing`, which the lesson sets and
   asserts, does not exist there. On 2.9, `import labkit` also lacked

@@ -1,24 +1,19 @@
 # %% [markdown]
 # # 02 · `mutates_args`: the promise, and what breaks when you break it
 #
+# A function reads `x`, then calls an op that adds 1 to `x`. Eager answers 8. Compiled, the same function
+# answers 10, with no error and no warning, because the op never *said* that it writes `x` (§8). `mutates_args`
+# is that promise. This notebook shows what the compiler builds on it, and what each broken promise costs.
+#
 # **What you will learn**
-# - what declaring a mutation changes: the schema (`Tensor(a0!) x`), the functionalized
-#   AOTAutograd graph (`auto_functionalized_v2` + `copy_`), and Inductor's re-inplacing;
-# - `mutates_args="unknown"`, and the `tags=torch.Tag.inplace` form new in torch 2.13;
-# - what each *wrong* declaration does — silently wrong, an error, or correct but not free — including an
-#   undeclared write whose result *is* used, which Inductor's fusion turns into a wrong answer;
-# - which `opcheck` test catches which mistake, and which mistakes `opcheck` does not catch;
-# - to explore all of it live with the **declaration widget**.
+# - what a declared mutation changes: the schema, AOTAutograd's functional graph, Inductor's re-inplacing;
+# - `mutates_args="unknown"` and `tags=torch.Tag.inplace`;
+# - what each *wrong* declaration does: silently wrong, an error, or correct but not free;
+# - which mistakes `opcheck` catches, and which it does not.
 #
 # **Time:** about 30 minutes. **Before:** 01 · Custom ops and the compile pipeline.
-#
-# Every claim is asserted by the cell that shows it; outputs recorded on torch 2.13.0 (CPU).
 
-# %%
-# NBVAL_IGNORE_OUTPUT
-import contextlib
-import io
-
+# %% tags=["nbval-ignore-output"]
 import torch
 
 import labkit
@@ -27,37 +22,38 @@ labkit.setup()
 dropped = labkit.drop_namespace("nb02")
 
 # %% [markdown]
-# ## 1. What the declaration changes
+# ## 1. The promise is in the schema
 #
-# ### The schema
-#
-# An op that adds 1 to `x` in place, declared truthfully. First with torch's API, then with
-# `labkit.declare` (whose kernel does the same and counts its calls): the schemas match.
+# `custom_op` turns the signature and `mutates_args` into a *schema*, the op's contract with the compiler.
+# `torch.library.infer_schema` shows it for one kernel, declared two ways; `labkit.declare` makes the same op
+# with a kernel that counts its calls:
 
 # %%
-@torch.library.custom_op("nb02::raw_bump", mutates_args={"x"})
-def raw_bump(x: torch.Tensor) -> None:
+def add_one(x: torch.Tensor) -> None:
     x.add_(1)
 
-
+print("declared:  ", torch.library.infer_schema(add_one, mutates_args={"x"}))
+print("undeclared:", torch.library.infer_schema(add_one, mutates_args=()))
+raw_bump = torch.library.custom_op("nb02::raw_bump", add_one, mutates_args={"x"})
 bump = labkit.declare(name="nb02::bump", writes=("x",), mutates_args=("x",), returns="none")
-print(raw_bump._opoverload._schema)
-print(bump.schema)
+print("labkit:    ", bump.schema)
 
-# %%
-assert str(raw_bump._opoverload._schema) == "nb02::raw_bump(Tensor(a0!) x) -> ()", \
-    "torch's schema marks x as written to: Tensor(a0!) x"
+# %% tags=["check"]
+#@title Check: mutates_args={"x"} writes Tensor(a0!) x into the schema; labkit.declare gives the same
+assert torch.library.infer_schema(add_one, mutates_args={"x"}) == "(Tensor(a0!) x) -> ()", \
+    "a declared write is Tensor(a0!) x"
+assert torch.library.infer_schema(add_one, mutates_args=()) == "(Tensor x) -> ()", "undeclared: plain Tensor x"
 assert bump.schema == "nb02::bump(Tensor(a0!) x) -> ()", "labkit.declare gives the same schema"
 
 # %% [markdown]
-# `Tensor(a0!) x` reads: "`x` belongs to alias set `a0`, and the op **writes** (`!`) to it".
-# Everything the compiler does with the op's mutation starts from this annotation.
+# `Tensor(a0!) x` reads: "`x` is in alias set `a0`, and the op **writes** (`!`) to it". The compiler knows
+# nothing else about your kernel.
 #
-# ### AOTAutograd: functionalization
+# ## 2. AOTAutograd makes the call functional
 #
-# AOTAutograd rewrites the graph so that no op mutates anything — so that later passes may reorder and
-# fuse operations freely (section 2 shows what that freedom does to a mutation nobody declared). A mutating custom op becomes `auto_functionalized_v2(op, …)`, which *returns* the new
-# value of `x` instead of writing it; at the very end, `copy_` writes it back into your input.
+# AOTAutograd rewrites the graph so that no op writes anything: then later passes may reorder and fuse freely
+# (§8 shows what that freedom does to a write nobody declared). The mutating call becomes
+# `auto_functionalized_v2`, which *returns* the new `x`; at the end, `copy_` writes it back into your input:
 
 # %%
 def step(x):
@@ -65,9 +61,10 @@ def step(x):
     return x * 2
 
 report = labkit.compile_and_compare(step, torch.ones(3), backend="aot_eager")
-print(labkit.render.stage_code(report)["aot"])
+labkit.pictures.functionalized(report, "nb02::bump")
 
-# %%
+# %% tags=["check"]
+#@title Check: the op is wrapped in auto_functionalized_v2 and one copy_ writes the new value back
 aot = report.aot_graphs[0]
 (call,) = aot.calls("nb02::bump")
 assert call.wrapper == "auto_functionalized_v2", "AOTAutograd wraps the op in auto_functionalized_v2"
@@ -78,17 +75,17 @@ assert copies[0].args.startswith("arg0_1"), "the copy_ writes the new value back
 assert report.verdict.agree, "compiled == eager"
 
 # %% [markdown]
-# ### Inductor: re-inplacing
+# ## 3. Inductor re-inplaces it
 #
-# Copying `x` so that the op can write the copy, then copying back, would cost memory and time.
-# Inductor's re-inplacing pass sees that nobody else reads the old `x`, and calls the op **directly on
-# your tensor** — no clone:
+# Copying `x` for the op to write, then copying back, would cost memory and time. Inductor sees that nothing
+# else reads the old `x`, and calls the op **on your tensor**, with no clone:
 
 # %%
 report = labkit.compile_and_compare(step, torch.ones(3), backend="inductor")
 print(labkit.render.stage_code(report)["inductor"])
 
-# %%
+# %% tags=["check"]
+#@title Check: Inductor calls the op directly on the input, with no clone
 code = labkit.render.stage_code(report)["inductor"]
 assert "torch.ops.nb02.bump.default(arg0_1)" in code, "Inductor calls the op directly on the input"
 assert "clone" not in code, "re-inplaced: no clone"
@@ -96,78 +93,73 @@ assert report.verdict.agree, "compiled == eager"
 assert report.compiled_calls["nb02::bump"] == 1, "compiled: the kernel ran once"
 
 # %% [markdown]
-# ### `mutates_args="unknown"`
+# ## 4. `mutates_args="unknown"`: safe for any kernel, at a price
 #
-# When you cannot say which arguments an op writes, `"unknown"` declares *all* of them mutable.
-# Correct for any kernel, but it pays the price of over-declaring (section 2) for every argument:
+# When you cannot say which arguments an op writes, `"unknown"` declares all of them written. The answer is
+# right, but every argument pays: AOTAutograd copies `y` back too, though the kernel only writes `x`. And torch
+# refuses an autograd formula for an op that writes:
 
 # %%
-both = labkit.declare(name="nb02::maybe", args=("x", "y"), writes=("x",), mutates_args="unknown",
-                      returns="none")
+both = labkit.declare(name="nb02::maybe", args=("x", "y"), writes=("x",), mutates_args="unknown", returns="none")
 print(both.schema)
 unknown_report = labkit.compile_and_compare(lambda x, y: (both(x, y), x + y)[1],
-                                            torch.ones(2), torch.ones(2), backend="inductor")
-print(unknown_report.verdict)
+                                            torch.ones(2), torch.ones(2), backend="aot_eager")
+copied_back = [n.args.split(", ")[0] for n in unknown_report.aot_graphs[0].nodes if n.target == "copy_.default"]
+print(unknown_report.verdict, "| copy_ back into:", copied_back)
 
-# %%
-assert both.schema == "nb02::maybe(Tensor(a0!) x, Tensor(a1!) y) -> ()", \
-    'mutates_args="unknown" declares every argument written to'
-assert unknown_report.verdict.agree, 'mutates_args="unknown": compiled == eager'
-
-# %% [markdown]
-# One more price: an op that mutates anything — `"unknown"` included — cannot have an autograd formula.
-# torch refuses `register_autograd` on it:
-
-# %%
 @torch.library.custom_op("nb02::unknown_writes", mutates_args="unknown")
 def unknown_writes(x: torch.Tensor) -> torch.Tensor:
     return x.clone()
 
-try:
-    unknown_writes.register_autograd(lambda ctx, grad: grad)
-    autograd_refusal = None
-except RuntimeError as error:
-    autograd_refusal = str(error)
-print(autograd_refusal)
+refusal = labkit.stages.raised(lambda: unknown_writes.register_autograd(lambda ctx, grad: grad))
+print(refusal.message)
 
-# %%
-assert autograd_refusal is not None, 'torch refuses register_autograd on an op with mutates_args="unknown"'
-assert "non-functional operator" in autograd_refusal, "torch's refusal calls the op a non-functional operator"
+# %% tags=["check"]
+#@title Check: "unknown" marks every argument written, compiles right, copies y back, and has no autograd formula
+assert both.schema == "nb02::maybe(Tensor(a0!) x, Tensor(a1!) y) -> ()", '"unknown" declares every argument written'
+assert unknown_report.verdict.agree, '"unknown": compiled == eager'
+assert copied_back == ["arg0_1", "arg1_1"], '"unknown": AOTAutograd copies both inputs back, y too'
+assert refusal is not None, 'torch refuses register_autograd on an op with mutates_args="unknown"'
+assert "non-functional operator" in refusal.message, "torch's refusal calls the op a non-functional operator"
 
 # %% [markdown]
-# ### `tags=torch.Tag.inplace` (torch 2.13 and later)
+# ## 5. `tags=torch.Tag.inplace`: returning the tensor you wrote
 #
-# Since torch 2.13 an op may *return* the tensor it mutates — the usual PyTorch in-place style
-# (`x.add_(1)` returns `x`) — if it says so with `tags=torch.Tag.inplace`. Its first argument must be the
-# mutated one, and it gets a fake kernel for free. On older torch this cell says so and skips.
+# On torch 2.13 an op may *return* the tensor it writes, PyTorch's in-place style (`x.add_(1)` returns `x`),
+# if it says so with `tags=torch.Tag.inplace`. The written argument must be the first; torch refuses the tag
+# otherwise. (Older releases lack the tag: `docs/torch-versions.md`.)
 
 # %%
 if hasattr(torch.Tag, "inplace"):
-    add_ = labkit.declare(name="nb02::add_", writes=("x",), mutates_args=("x",), returns="input",
-                          tags=("inplace",))
+    add_ = labkit.declare(name="nb02::add_", writes=("x",), mutates_args=("x",), returns="input", tags=("inplace",))
     inplace_report = labkit.compile_and_compare(lambda x: add_(x) * 2, torch.ones(2), backend="inductor")
     print(add_.schema, "|", inplace_report.verdict)
+
+    def bump_second(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        y.add_(1)
+        return y
+
+    inplace_refusal = labkit.stages.raised(lambda: torch.library.custom_op(
+        "nb02::bad_inplace", bump_second, mutates_args={"y"}, tags=(torch.Tag.inplace,)))
+    print(inplace_refusal.message.split(". Got func")[0])
+else:
+    print("This torch has no torch.Tag.inplace (docs/torch-versions.md).")
+
+# %% tags=["check"]
+#@title Check: an op tagged inplace returns the x it writes; the tag on a second argument is refused
+if labkit.env.torch_version() >= (2, 13):
     assert add_.schema == "nb02::add_(Tensor(a0!) x) -> Tensor(a0!)", "the op returns the x it writes: Tensor(a0!)"
     assert inplace_report.verdict.agree, "an op tagged inplace: compiled == eager"
-    try:                                   # mutating the second argument instead: refused at definition
-        @torch.library.custom_op("nb02::bad_inplace", mutates_args={"y"}, tags=(torch.Tag.inplace,))
-        def bad_inplace(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-            y.add_(1)
-            return y
-        refusal = None
-    except ValueError as error:
-        refusal = str(error)
-    print(refusal.split(". Got func")[0])
-    assert "requires mutates_args to contain exactly the first positional argument" in refusal, \
-        "torch.Tag.inplace is refused when the op mutates an argument other than the first"
+    assert "requires mutates_args to contain exactly the first positional argument" in inplace_refusal.message, \
+        "torch.Tag.inplace is refused when the op writes an argument other than the first"
 else:
-    print(f"torch {torch.__version__} has no torch.Tag.inplace (it arrived in 2.13): skipped.")
+    assert not hasattr(torch.Tag, "inplace"), "before 2.13 torch has no Tag.inplace"
 
 # %% [markdown]
-# ## 2. Four ways to get it wrong — each one run
+# ## 6. Four ways to get it wrong, each one run
 #
-# `labkit.declare` lets the kernel's real behaviour (`writes`) and its declaration (`mutates_args`)
-# differ on purpose. One function, four mistakes:
+# `labkit.declare` lets what the kernel really does (`writes`) and what it declares (`mutates_args`) differ on
+# purpose. One program (`x * 2` when the op returns nothing, else `x + op(x)`), four mistakes:
 
 # %%
 MISTAKES = {
@@ -176,56 +168,47 @@ MISTAKES = {
     "returns its input":   dict(writes=("x",), mutates_args=("x",), returns="input"),
     "no fake kernel":      dict(writes=(), mutates_args=(), returns="fresh", fake=False),
 }
-
-def outcome(report):
-    if report.eager_error:
-        return "error in eager: " + report.eager_error.kind
-    if report.error:
-        return "error when compiling: " + report.error.kind
-    return "correct" if report.verdict.agree else "SILENTLY WRONG"
-
 results = {}
 for mistake, fields in MISTAKES.items():
     op = labkit.declare(name="nb02::mistake", **fields)
-    results[mistake] = labkit.compile_and_compare(
-        lambda x, op=op: (lambda out: x * 2 if out is None else x + out)(op(x)), torch.ones(3), backend="inductor")
-    print(f"{mistake:<20} {outcome(results[mistake])}")
+    results[mistake] = labkit.compile_and_compare(labkit.experiments.uses_result(op), torch.ones(3),
+                                                  backend="inductor")
+    print(f"{mistake:<20} {labkit.render.outcome(results[mistake])}")
+print("returns its input:", results["returns its input"].eager_error.message.split(": ", 1)[1].split(" The most")[0])
 
-# %%
-assert outcome(results["undeclared mutation"]) == "SILENTLY WRONG", "an undeclared mutation is silently wrong"
-assert outcome(results["over-declared"]) == "correct", "an over-declaration is correct"
-assert outcome(results["returns its input"]) == "error in eager: alias_return", \
-    "returning an input is refused in eager (alias_return)"
-assert outcome(results["no fake kernel"]) == "error when compiling: missing_fake", \
-    "without a fake kernel the compile stops (missing_fake)"
-
-# %% [markdown]
-# - **Undeclared mutation** — the worst: no error, a different answer. Here (and in 00) the op returns
-#   nothing, so its call is dead code and is removed. The next subsection shows the other way it goes wrong.
-# - **Returning an input** — torch refuses in eager already, with this message:
-
-# %%
-print(results["returns its input"].eager_error.message)
+# %% tags=["check"]
+#@title Check: undeclared is silently wrong, over-declared correct, returning x an eager error, no fake a compile error
+outcome = {mistake: labkit.render.outcome(report) for mistake, report in results.items()}
+assert outcome["undeclared mutation"] == "silently wrong", "an undeclared mutation is silently wrong"
+assert outcome["over-declared"] == "correct", "an over-declaration is correct"
+assert outcome["returns its input"] == "error in eager (alias_return)", "returning an input is refused in eager"
+assert "must not also be an input" in results["returns its input"].eager_error.message, \
+    "torch's message: a returned tensor must not also be an input"
+assert outcome["no fake kernel"] == "error when compiling (missing_fake)", "without a fake kernel the compile stops"
 
 # %% [markdown]
-# - **No fake kernel** — the compile stops (01).
-# - **Over-declared** — correct, but **not free**. Compare it with the same op declared pure, in a
-#   function that never uses the op's effect:
+# - **Undeclared mutation**: the worst, no error and a different answer. This op returns nothing, so its call
+#   is dead code and is removed (as in 00). §8 shows the other way it goes wrong.
+# - **Returning an input**: refused in eager already (legal only with `Tag.inplace`, §5).
+# - **No fake kernel**: the compile stops (01).
+# - **Over-declared**: correct, but not free. Next.
+#
+# ## 7. Over-declared: correct, but the call can no longer be removed
+#
+# The same op declared pure, then over-declared, in a program that throws its result away:
 
 # %%
-ignores_the_op = labkit.experiments.discards_result   # f(x): op(x); return x + 1
-
 pure = labkit.declare(name="nb02::pure", returns="none")
 over = labkit.declare(name="nb02::over", mutates_args=("x",), returns="none")
-pure_report = labkit.compile_and_compare(ignores_the_op(pure), torch.ones(3), backend="inductor")
-over_report = labkit.compile_and_compare(ignores_the_op(over), torch.ones(3), backend="inductor")
-print("declared pure:  kernel calls", pure_report.compiled_calls["nb02::pure"], labkit.render.fate_line(pure_report, "nb02::pure"))
-print("over-declared:  kernel calls", over_report.compiled_calls["nb02::over"], labkit.render.fate_line(over_report, "nb02::over"))
-print(labkit.render.stage_code(over_report)["aot"])
+pure_report = labkit.compile_and_compare(labkit.experiments.discards_result(pure), torch.ones(3), backend="inductor")
+over_report = labkit.compile_and_compare(labkit.experiments.discards_result(over), torch.ones(3), backend="inductor")
+print(labkit.render.fate_line(pure_report, "nb02::pure"))
+print(labkit.render.fate_line(over_report, "nb02::over"))
 
-# %%
+# %% tags=["check"]
+#@title Check: the pure call is removed; the over-declared one is kept, with a copy_ back, and runs
 assert pure_report.compiled_calls["nb02::pure"] == 0, "declared pure: the call is removed as dead code"
-assert over_report.compiled_calls["nb02::over"] == 1, 'over-declared: the call is kept; it "writes" x, so it must run'
+assert over_report.compiled_calls["nb02::over"] == 1, 'over-declared: the call is kept; it "writes" x, so it runs'
 assert over_report.aot_graphs[0].has("nb02::over"), "over-declared: the AOTAutograd graph keeps the call"
 assert any(n.target == "copy_.default" for n in over_report.aot_graphs[0].nodes), \
     "over-declared: the AOTAutograd graph copies x back"
@@ -233,14 +216,13 @@ assert pure_report.verdict.agree, "declared pure: compiled == eager"
 assert over_report.verdict.agree, "over-declared: compiled == eager"
 
 # %% [markdown]
-# The over-declared op runs although its result is never used, and the graph carries the
-# functionalization machinery (`auto_functionalized_v2` and a `copy_` back into `x`) for a write that
-# never happens. Correct, but it costs a kernel call that dead-code elimination would otherwise remove.
+# The over-declared op runs although nothing uses it, and drags functionalization along (`auto_functionalized_v2`,
+# a `copy_` back) for a write that never happens: a kernel call that dead-code elimination would have removed.
 #
-# ### Undeclared mutation whose result is used: the compiled code reads the wrong `x`
+# ## 8. An undeclared write whose result *is* used
 #
-# An undeclared write does not need dead code to do harm. This op adds 1 to `x` in place (undeclared) and
-# returns the sum of the new `x`, which the function *uses*; the function also reads `x` **before** the call:
+# The hook's function. `bump_and_sum` adds 1 to `x` (undeclared) and returns the new sum, which the function
+# uses; the function also reads `x` **before** the call:
 
 # %%
 @torch.library.custom_op("nb02::bump_and_sum", mutates_args=())     # the lie: it writes x
@@ -248,44 +230,39 @@ def bump_and_sum(x: torch.Tensor) -> torch.Tensor:
     x.add_(1)
     return x.sum().reshape(1)
 
-@bump_and_sum.register_fake
-def _(x):
-    return x.new_empty(1)
+bump_and_sum.register_fake(lambda x: x.new_empty(1))
 
 def read_then_bump(x):
     before = x * 2                     # x as it was: 1 → 2
     total = bump_and_sum(x)            # x becomes 2; total = 6
     return before + total              # eager: 2 + 6 = 8
 
-used = labkit.compile_and_compare(read_then_bump, torch.ones(3), backend="inductor")
-print(used.verdict)
-print(labkit.render.stage_code(used)["inductor"])
+print("eager:", read_then_bump(torch.ones(3)).tolist(), "| compiled:", torch.compile(read_then_bump)(torch.ones(3)).tolist())
 
 # %% [markdown]
-# Inductor believes `x` is only read, so it is free to compute `x * 2` whenever it likes. It fuses it into
-# one generated kernel with the addition (`cpp_fused_add_mul_0`), launched **after** the op: that kernel
-# reads `x` after the write and returns 2·2 + 6 = 10 instead of 8. The call was not removed; it ran, and
-# its undeclared write changed what other code read.
+# Inductor believes `x` is only read, so it may compute `x * 2` whenever it likes. It fuses it with the addition
+# into one kernel, launched **after** the op: that kernel reads the new `x`. The call was not removed; it ran, and
+# its undeclared write changed what other code read. The order each one runs, from the graph and Inductor's code:
 
 # %%
-def launches(report):
-    return labkit.render.inductor_kernel_calls(report.inductor_code[0])
+used = labkit.compile_and_compare(read_then_bump, torch.ones(3), backend="inductor")
+labkit.pictures.write_order(used, "nb02::bump_and_sum")
 
-x_eager, x_compiled = torch.ones(3), torch.ones(3)
-print("eager:", read_then_bump(x_eager).tolist(), "| compiled:", torch.compile(read_then_bump)(x_compiled).tolist())
-
-# %%
+# %% tags=["check"]
+#@title Check: eager gives 8, compiled 10; the op runs first, then the fused kernel that reads x
+launches = labkit.render.inductor_kernel_calls(used.inductor_code[0])
 assert read_then_bump(torch.ones(3)).tolist() == [8.0] * 3, "eager: 2 + 6 = 8"
 assert torch.compile(read_then_bump)(torch.ones(3)).tolist() == [10.0] * 3, "compiled: silently wrong, 2·2 + 6 = 10"
 assert not used.verdict.outputs_match, "compiled and eager outputs differ"
 assert used.verdict.inputs_match, "x itself ends right"
-assert launches(used) == ["torch.ops.nb02.bump_and_sum.default(…)", "cpp_fused_add_mul_0(…)"], \
+assert launches == ["torch.ops.nb02.bump_and_sum.default(…)", "cpp_fused_add_mul_0(…)"], \
     "the op is launched first, then the fused kernel that reads x"
 
 # %% [markdown]
-# Declared truthfully (`mutates_args={"x"}`), the same function compiles correctly. Look at what it costs:
-# re-inplacing cannot run the op on your tensor, because `x * 2` still needs the old `x`. Inductor first
-# **clones** `x`, runs the op on the clone, and computes the rest from both:
+# ## 9. Declared truthfully: correct, and a clone
+#
+# Declared with `mutates_args={"x"}`, the same function compiles right. Look at the price: `x * 2` still needs
+# the old `x`, so Inductor cannot hand the op your tensor. It **clones** `x`, and the op writes the clone:
 
 # %%
 @torch.library.custom_op("nb02::bump_and_sum_declared", mutates_args={"x"})
@@ -293,31 +270,29 @@ def bump_and_sum_declared(x: torch.Tensor) -> torch.Tensor:
     x.add_(1)
     return x.sum().reshape(1)
 
-@bump_and_sum_declared.register_fake
-def _(x):
-    return x.new_empty(1)
+bump_and_sum_declared.register_fake(lambda x: x.new_empty(1))
 
 def read_then_bump_declared(x):
-    before = x * 2
-    total = bump_and_sum_declared(x)
-    return before + total
+    return x * 2 + bump_and_sum_declared(x)
 
 declared = labkit.compile_and_compare(read_then_bump_declared, torch.ones(3), backend="inductor")
-print(declared.verdict)
-print(launches(declared))
+labkit.pictures.write_order(declared, "nb02::bump_and_sum_declared")
 
-# %%
+# %% tags=["check"]
+#@title Check: declared truthfully, compiled == eager, and Inductor clones x before the op
+first, op_call = labkit.render.inductor_kernel_calls(declared.inductor_code[0])[:2]
 assert declared.verdict.agree, "declared truthfully: compiled == eager"
-first, op_call = launches(declared)[:2]
 assert "clone" in first, "Inductor's first launch clones x"
 assert op_call == "torch.ops.nb02.bump_and_sum_declared.default(…)", "the op runs after the clone"
+assert "torch.ops.nb02.bump_and_sum_declared.default(arg0_1)" not in declared.inductor_code[0], \
+    "the op is not handed the input itself"
 
 # %% [markdown]
-# ## 3. `opcheck` as the guard
+# ## 10. `opcheck` as the guard
 #
-# `torch.library.opcheck` is the tool to run on every custom op you write. Which of its tests catches
-# which mistake? Computed live, one row per op (a `hidden side effect` op appends to a Python list and
-# declares nothing — a mistake of a different kind):
+# `torch.library.opcheck` is the test to run on every custom op you write. Which of its tests catches which
+# mistake? One row per op: the four mistakes, a correct declaration, and `hidden_side_effect`, which appends
+# to a Python list and declares nothing (a mistake of another kind):
 
 # %%
 side_log = []
@@ -326,34 +301,20 @@ side_log = []
 def hidden_side_effect(x: torch.Tensor) -> None:
     side_log.append(x.sum().item())
 
-@hidden_side_effect.register_fake
-def _(x):
-    return None
-
-# %% [markdown]
-# The table: `labkit.checks.opcheck` on the four mistakes, on a correct declaration, and on `hidden_side_effect`:
-
-# %%
-CASES = dict(MISTAKES, correct=dict(writes=("x",), mutates_args=("x",), returns="none"))
-table = {}
-for case, fields in CASES.items():
-    table[case] = labkit.checks.opcheck(labkit.declare(name=f"nb02::check_{len(table)}", **fields),
-                                        (torch.randn(3),))
-table["hidden side effect"] = labkit.checks.opcheck(hidden_side_effect, (torch.randn(3),))
-
-
-def short(verdict):
-    return "ok" if verdict == "ok" else "FAIL"
-
-
-print(f"{'op':<21}" + "".join(f"{t:<28}" for t in labkit.checks.OPCHECK_TESTS))
+hidden_side_effect.register_fake(lambda x: None)
+cases = dict(MISTAKES, correct=dict(writes=("x",), mutates_args=("x",), returns="none"))
+ops = {case: labkit.declare(name=f"nb02::check_{i}", **fields) for i, (case, fields) in enumerate(cases.items())}
+ops["hidden side effect"] = hidden_side_effect
+table = {case: labkit.checks.opcheck(op, (torch.randn(3),)) for case, op in ops.items()}
+print(f"{'op':<20}" + "".join(f"{test:<28}" for test in labkit.checks.OPCHECK_TESTS))
 for case, row in table.items():
-    print(f"{case:<21}" + "".join(f"{short(row[t]):<28}" for t in labkit.checks.OPCHECK_TESTS))
+    print(f"{case:<20}" + "".join(f"{'ok' if row[t] == 'ok' else 'FAIL':<28}" for t in labkit.checks.OPCHECK_TESTS))
 
-# %%
+# %% tags=["check"]
+#@title Check: only test_schema catches an undeclared mutation; over-declared and hidden pass everything
 assert table["undeclared mutation"]["test_schema"] == "FAIL: Argument x is not defined as mutable but was mutated", \
     "test_schema catches an undeclared mutation"
-assert [short(v) for v in table["undeclared mutation"].values()] == ["FAIL", "ok", "ok", "ok"], \
+assert [v == "ok" for v in table["undeclared mutation"].values()] == [False, True, True, True], \
     "only test_schema catches an undeclared mutation"
 assert set(table["over-declared"].values()) == {"ok"}, "opcheck does not catch an over-declaration"
 assert set(table["hidden side effect"].values()) == {"ok"}, "opcheck does not catch a hidden Python side effect"
@@ -362,18 +323,14 @@ assert table["no fake kernel"]["test_faketensor"].startswith("FAIL: There was no
 assert set(table["correct"].values()) == {"ok"}, "a correct declaration passes every test"
 
 # %% [markdown]
-# Only `test_schema` catches an undeclared mutation — `test_aot_dispatch_dynamic` compares outputs,
-# not inputs, so it passes. `opcheck` cannot know that a declared mutation never happens, nor that a
-# "pure" op writes to a Python list: those you must get right yourself (05 shows how to keep an op with
-# a real side effect alive; labkit's `audit`, in 06, also flags over-declarations).
-
-# %% [markdown]
-# ## 4. The declaration widget
+# `test_aot_dispatch_dynamic` compares outputs, not inputs, so an undeclared write passes it. `opcheck` cannot
+# know that a declared write never happens, nor that a "pure" op appends to a list: those are yours to get right
+# (05 keeps an op with a real side effect alive; `labkit.audit`, in 06, flags over-declarations).
 #
-# Pick a declaration, a backend and a dynamic mode; the view shows the schema, the verdict (outputs
-# *and* inputs), the real kernel calls, each stage's graph or code with the op and the mutation
-# machinery highlighted, and torch's own message when it refuses. `step` runs on two input shapes so
-# that `dynamic` matters. Each state is compiled once; states you have seen come back instantly.
+# ## 11. The declaration widget
+#
+# Pick a declaration, a backend and a dynamic mode: the view shows the schema, the verdict (outputs *and*
+# inputs), the kernel calls, each stage's code, and torch's message when it refuses.
 
 # %%
 lab = labkit.widgets.DeclarationLab(namespace="nb02w")
@@ -382,10 +339,9 @@ lab
 # %% [markdown]
 # ## Exercise 1: predict, then check
 #
-# Now predict the same experiments on the **`aot_eager`** backend. It stops after AOTAutograd and runs
-# AOTAutograd's graph node by node, in order — no Inductor, no fusion. For each case answer
-# `"silently wrong"`, `"error"` or `"correct"`, then run. (Think about *which stage* did the damage in
-# each case above.)
+# Predict §6's experiments on the **`aot_eager`** backend: it stops after AOTAutograd and runs its graph node
+# by node, in order; no Inductor, no fusion. Answer `"silently wrong"`, `"error"` or `"correct"` for each,
+# then run the check. (Which *stage* did the damage in each case above?)
 
 # %%
 my_predictions = {
@@ -395,49 +351,70 @@ my_predictions = {
     "no fake kernel": ...,
 }
 
-# %%
+# %% tags=["check"]
+#@title The exercise's check (it runs each case on aot_eager, then compares your words with what ran)
+ANSWERS = {"silently wrong": ["wrong", "silent", "silently"], "error": ["an error", "raise", "fail"],
+           "correct": ["right", "ok", "agree"]}
+
 def on_aot_eager(case):
     if case.startswith("undeclared mutation, result used"):
         return labkit.compile_and_compare(read_then_bump, torch.ones(3), backend="aot_eager")
-    fields = MISTAKES[case.split(" (")[0]]
-    op = labkit.declare(name="nb02::predict", **fields)
-    return labkit.compile_and_compare(lambda x: (lambda out: x * 2 if out is None else x + out)(op(x)),
-                                      torch.ones(3), backend="aot_eager")
+    op = labkit.declare(name="nb02::predict", **MISTAKES[case.split(" (")[0]])
+    return labkit.compile_and_compare(labkit.experiments.uses_result(op), torch.ones(3), backend="aot_eager")
 
-def three_ways(report):
-    if report.eager_error or report.error:
-        return "error"
-    return "correct" if report.verdict.agree else "silently wrong"
+truth = {case: labkit.render.outcome(on_aot_eager(case)).split(" (")[0].replace("error when compiling", "error")
+         for case in my_predictions}
 
-truth = {case: three_ways(on_aot_eager(case)) for case in my_predictions}
-if all(labkit.exercises.answered(v) for v in my_predictions.values()):
-    wrong = [case for case in truth if my_predictions[case] != truth[case]]
-    labkit.exercises.check(not wrong, "all four predictions hold.",
-                           f"re-think: {'; '.join(wrong)}. Which stage removed or reordered what?")
+def wrong_predictions(predictions):
+    """The cases predicted wrongly; None after choice() has said which answer is not an allowed word."""
+    said = {case: labkit.exercises.choice(p, ANSWERS, f"my_predictions[{case!r}]") for case, p in predictions.items()}
+    return None if None in said.values() else [case for case in truth if said[case] != truth[case]]
+
+# %% tags=["check"]
+#@title The exercise's check, continued
+def check_predictions(predictions):
+    if labkit.exercises.answered(predictions, 'replace each ... in the my_predictions cell by "silently wrong", '
+                                              '"error" or "correct", run it, then run this one'):
+        wrong = wrong_predictions(predictions)
+        if wrong is not None:
+            labkit.exercises.check(not wrong, "all four predictions hold.",
+                                   f"re-think: {'; '.join(wrong)}. Which stage removed or reordered what?")
+
+# %%
+check_predictions(my_predictions)
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
-# Solution. Removal happens in AOTAutograd, so aot_eager is silently wrong too. The reordering that broke
-# read_then_bump was Inductor's fusion: aot_eager runs x * 2 before the op, as written, and happens to be right.
-# An over-declaration is correct on every backend; a missing fake kernel stops any compile.
-assert truth == {"undeclared mutation (returns nothing)": "silently wrong",
-                 "undeclared mutation, result used (read_then_bump)": "correct",
-                 "over-declared": "correct", "no fake kernel": "error"}, \
-    "on aot_eager: the removed call is silently wrong, read_then_bump is right, over-declared is correct, " \
-    "a missing fake kernel is an error"
-print("solution checked")
+#@title Solution (open it once you have tried)
+# The removal happens in AOTAutograd, so aot_eager is silently wrong too. The reordering that broke read_then_bump
+# was Inductor's fusion: aot_eager runs x * 2 before the op, as written, and happens to be right. An over-declaration
+# is correct on every backend; a missing fake kernel stops any compile.
+import contextlib
+import io
+
+SOLUTION = {"undeclared mutation (returns nothing)": "silently wrong",
+            "undeclared mutation, result used (read_then_bump)": "correct", "over-declared": "correct",
+            "no fake kernel": "error"}
+assert truth == SOLUTION, "on aot_eager: the removed call is wrong, read_then_bump right, over-declared right, no fake an error"
+with contextlib.redirect_stdout(io.StringIO()):
+    assert wrong_predictions(dict(SOLUTION, **{"no fake kernel": "Error."})) == [], "a right answer's spelling passes"
+    assert wrong_predictions(dict(SOLUTION, **{"undeclared mutation, result used (read_then_bump)": "wrong"})) == \
+        ["undeclared mutation, result used (read_then_bump)"], "Inductor's answer for read_then_bump is refused"
+    assert wrong_predictions(dict(SOLUTION, **{"over-declared": "slow"})) is None, "a word not allowed is refused"
 
 # %% [markdown]
 # ## Exercise 2: declare a two-argument op
 #
-# `nb02::normalize_` updates **both** `x` and its running `stats` in place. Give the `mutates_args` that
-# makes `opcheck`'s `test_schema` pass and the compiled function agree with eager.
+# `nb02::normalize_` updates **both** `x` and its running `stats` in place. Give the `mutates_args` (a tuple of
+# argument names, like `("x",)`, or `"unknown"`) that makes `opcheck`'s `test_schema` pass and the compiled
+# function agree with eager.
 
 # %%
 my_normalize_mutates = ...
 
-# %%
+# %% tags=["check"]
+#@title The exercise's check (it declares normalize_ your way, runs opcheck's test_schema, compiles and compares)
 def check_normalize(mutates):
-    if not labkit.exercises.answered(mutates):
+    if not labkit.exercises.answered(mutates, "replace the ... in the my_normalize_mutates cell, run it, then this one"):
         return False
     try:
         op = labkit.declare(name="nb02::normalize_", args=("x", "stats"), writes=("x", "stats"),
@@ -450,21 +427,23 @@ def check_normalize(mutates):
                                   "the schema is honest and compiled == eager.",
                                   f"opcheck: {schema_check['test_schema']}; {compiled.verdict}")
 
+# %%
 answer_ok = check_normalize(my_normalize_mutates)
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
-# Solution: both arguments are written, so both are declared ("unknown" would also pass, less precisely).
+#@title Solution (open it once you have tried)
+# Both arguments are written, so both are declared: ("x", "stats"). "unknown" also passes, less precisely.
 with contextlib.redirect_stdout(io.StringIO()):
     assert check_normalize(("x", "stats")), "declaring both written arguments is accepted"
-print("solution checked")
+    assert not check_normalize(("x",)), "declaring only x is refused: stats is written too"
+    assert not check_normalize("x, stats"), "a bare string is refused, as torch.library.custom_op refuses it"
 
 # %% [markdown]
 # ## In your own project
 #
-# The graphs above came from labkit's recording backend; torch prints the same ones itself. From a shell:
-# `TORCH_LOGS="aot_graphs,output_code" python my_script.py`. In a notebook, `torch._logging.set_logs`
-# does the same; `labkit.torch_logs` is notebook 00's recipe for catching its stderr so a cell can assert
-# on it. The truthfully declared `raw_bump` of section 1, in plain torch:
+# torch prints these graphs itself: `TORCH_LOGS="aot_graphs,output_code" python my_script.py`. In a notebook,
+# `torch._logging.set_logs` does the same, and `labkit.torch_logs` catches what it writes. §1's `raw_bump`, in
+# plain torch:
 
 # %%
 def raw_step(x):
@@ -477,7 +456,8 @@ with labkit.torch_logs(aot_graphs=True) as log:          # torch._logging.set_lo
 aot_lines = [line.strip() for line in log.artifact("aot_graphs") if "torch.ops." in line]
 print("\n".join(aot_lines))
 
-# %%
+# %% tags=["check"]
+#@title Check: torch's own log shows raw_bump wrapped in auto_functionalized_v2 and the copy_ back
 assert any("auto_functionalized_v2" in line and "nb02.raw_bump.default" in line for line in aot_lines), \
     "torch's AOTAutograd log shows raw_bump wrapped in auto_functionalized_v2"
 assert any("torch.ops.aten.copy_.default(arg0_1" in line for line in aot_lines), \
@@ -486,22 +466,20 @@ assert any("torch.ops.aten.copy_.default(arg0_1" in line for line in aot_lines),
 # %% [markdown]
 # ## What to remember
 #
-# - `mutates_args` becomes `Tensor(a0!)` in the schema; AOTAutograd functionalizes the call
-#   (`auto_functionalized_v2` + `copy_` back), and Inductor re-inplaces it onto your tensor — or clones
-#   first when other code still needs the old value.
-# - **Undeclared** mutation: silently wrong, two ways — the call is removed as dead code (result unused), or
-#   other code is reordered or fused across it and reads the wrong value (result used).
-#   **Over-declared**: correct, but the call is kept and drags functionalization along even when unused.
-#   **Returning an input**: an eager error (legal only with `tags=torch.Tag.inplace`, torch ≥ 2.13).
-#   **No fake kernel**: a compile error.
-# - Run `torch.library.opcheck` (00 and 01 call it directly): its `test_schema` catches undeclared
-#   mutations. It does not catch over-declarations or hidden Python side effects.
+# - `mutates_args` becomes `Tensor(a0!)` in the schema; AOTAutograd makes the call functional
+#   (`auto_functionalized_v2` and a `copy_` back), and Inductor re-inplaces it onto your tensor, or clones first
+#   when other code still needs the old value.
+# - **Undeclared** write: silently wrong, two ways: the call is removed as dead code (result unused), or other
+#   code is fused across it and reads the wrong value (result used). **Over-declared**: correct, but the call is
+#   kept. **Returning an input**: an eager error, unless tagged `Tag.inplace`. **No fake kernel**: a compile error.
+# - Run `torch.library.opcheck`: its `test_schema` catches undeclared writes. It does not catch
+#   over-declarations or hidden Python side effects.
 #
 # ## Questions
 #
 # 1. Why does AOTAutograd turn a mutating op into a functional `auto_functionalized_v2` node plus a `copy_`?
 # 2. Why was `read_then_bump` right on `aot_eager` and wrong on Inductor, with the same graph?
-# 3. Why did the truthful `bump_and_sum_declared` cost a clone, while `bump` in section 1 did not?
+# 3. Why did the truthful `bump_and_sum_declared` cost a clone, while `bump` in §3 did not?
 # 4. Why can `test_aot_dispatch_dynamic` pass for an op that writes an input it did not declare?
 # 5. Why is over-declaring safe but not free?
 #
@@ -514,5 +492,6 @@ assert any("torch.ops.aten.copy_.default(arg0_1" in line for line in aot_lines),
 # - Re-inplacing of mutating custom ops: [pytorch #120509](https://github.com/pytorch/pytorch/issues/120509)
 #   (the feature request) and [pytorch PR #134409](https://github.com/pytorch/pytorch/pull/134409)
 #   (`auto_functionalized_v2`, designed for better re-inplacing)
+# - What changed between torch releases for this notebook: [docs/torch-versions.md](https://github.com/torch-compile-lab/custom-ops-lab/blob/main/docs/torch-versions.md)
 #
 # **Next:** 03 · Aliasing and views.
