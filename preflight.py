@@ -44,7 +44,8 @@ def main():
         return 1
     if not has_torch():
         for python in VENV_PYTHONS:
-            if os.path.isfile(python) and os.path.realpath(python) != os.path.realpath(sys.executable):
+            # a venv's python is a link to the Python it was made from: compare environments, not files
+            if os.path.isfile(python) and os.path.abspath(sys.prefix) != os.path.join(LAB, ".venv"):
                 sys.stdout.write("(this Python, " + sys.executable + ", has no torch: checking with the lab's "
                                  + os.path.relpath(python, LAB) + ")\n")
                 sys.stdout.flush()

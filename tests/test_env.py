@@ -262,3 +262,16 @@ def test_the_lab_folders_preflight_script_runs_the_check_with_a_python_that_has_
         with pytest.raises(SystemExit) as exited:
             runpy.run_path(str(ROOT / "preflight.py"), run_name="__main__")
         assert exited.value.code == status
+
+
+@pytest.mark.skipif(_python_without_torch() is None, reason="every Python here has torch")
+def test_the_lab_folders_preflight_script_hands_over_to_a_real_venv_made_from_the_same_python(tmp_path):
+    """A venv's python is a link to the Python that made it (./lab makes .venv from python3): still .venv's."""
+    shutil.copy(ROOT / "preflight.py", tmp_path / "preflight.py")
+    made = subprocess.run([_python_without_torch(), "-m", "venv", "--without-pip", str(tmp_path / ".venv")],
+                          capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, made.stderr
+    done = subprocess.run([_python_without_torch(), str(tmp_path / "preflight.py")], cwd=ROOT.parent,
+                          capture_output=True, text=True, timeout=60, env=_without_pythonpath())
+    assert "has no torch: checking with the lab's .venv/bin/python" in done.stdout, done.stdout + done.stderr
+    assert done.returncode != 0  # that .venv has no labkit: -m labkit.preflight fails there, as it should
