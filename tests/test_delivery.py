@@ -145,3 +145,39 @@ def test_readme_badges_and_pictures_point_at_real_files():
         assert repo == PUB["github"] and (ROOT / path).is_file(), url
     pictures = re.findall(r"!\[[^\]]*\]\((docs/[^)]+)\)", readme)
     assert len(pictures) >= 3 and all((ROOT / p).is_file() for p in pictures)
+
+
+# The pages a learner, an instructor or a maintainer reads, whose links must land (the other docs are written by
+# their tools).
+PAGES = ["README.md", "INSTRUCTORS.md", "docs/maintaining.md", "docs/measurements.md", "docs/labkit.md"]
+
+
+def _anchors(markdown: str) -> set[str]:
+    """The anchors GitHub gives a page's headings: lower case, punctuation dropped, spaces as hyphens."""
+    return {re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+            for heading in re.findall(r"(?m)^#{1,6} (.+)$", re.sub(r"(?s)```.*?```", "", markdown))}
+
+
+def test_every_notebooks_contents_link_opens_the_readmes_notebook_table_its_first_section():
+    readme = (ROOT / "README.md").read_text()
+    assert re.findall(r"(?m)^## (.+)$", readme)[0] == "The notebooks", "the notebook table comes first"
+    assert "the-notebooks" in _anchors(readme)
+    for path in NOTEBOOKS:
+        assert build_notebooks.CONTENTS in json.dumps(_cells(path)), path.name
+    assert build_notebooks.CONTENTS == "../README.md#the-notebooks"
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_relative_link_of_a_page_lands_on_a_file_and_a_heading(page):
+    text = (ROOT / page).read_text()
+    broken = []
+    for target in LINK.findall(text):
+        if re.match(r"[a-z]+:", target):
+            continue
+        path, _, anchor = target.partition("#")
+        file = (ROOT / page).parent / path if path else ROOT / page
+        if not file.exists():
+            broken.append(f"{target} (no file)")
+        elif anchor and anchor not in _anchors(file.read_text()):
+            broken.append(f"{target} (no heading)")
+    assert not broken, f"{page}: {broken}"

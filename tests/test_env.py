@@ -1,5 +1,7 @@
 import os
+import shutil
 import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -215,3 +217,61 @@ def test_nothing_compiles_off_the_main_thread(entry):
     thread.start()
     thread.join()
     assert len(seen) == 1 and "main thread" in seen[0] and "\n" not in seen[0]
+
+
+def _without_pythonpath() -> dict:
+    return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+
+@pytest.mark.skipif(_python_without_torch() is None, reason="every Python here has torch")
+def test_the_lab_folders_preflight_script_on_a_python_without_torch_or_labkit_is_one_sentence(tmp_path):
+    """`python3 preflight.py`, run with a Python that has neither torch nor labkit, where ./lab has not made
+    .venv yet (the script alone, called by its path from another folder): its own ✘ line, no traceback."""
+    shutil.copy(ROOT / "preflight.py", tmp_path / "preflight.py")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    done = subprocess.run([_python_without_torch(), str(tmp_path / "preflight.py")], cwd=elsewhere,
+                          capture_output=True, text=True, timeout=60, env=_without_pythonpath())
+    assert done.returncode == 1 and done.stderr == "", done.stderr
+    assert done.stdout.startswith("✘ torch is not installed in this Python") and done.stdout.count("\n") == 1
+    assert "run ./lab once in the lab's folder" in done.stdout
+
+
+@pytest.mark.skipif(_python_without_torch() is None, reason="every Python here has torch")
+def test_the_lab_folders_preflight_script_hands_a_python_without_torch_to_the_labs_venv(tmp_path):
+    """Where ./lab made .venv, the script runs the check with .venv's Python, from the lab's folder."""
+    shutil.copy(ROOT / "preflight.py", tmp_path / "preflight.py")
+    venv_python = tmp_path / ".venv" / "bin" / "python"
+    venv_python.parent.mkdir(parents=True)
+    venv_python.write_text('#!/bin/sh\necho "venv python: $* in $(pwd)"\nexit 3\n')
+    venv_python.chmod(0o755)
+    done = subprocess.run([_python_without_torch(), str(tmp_path / "preflight.py")], cwd=ROOT.parent,
+                          capture_output=True, text=True, timeout=60, env=_without_pythonpath())
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "has no torch: checking with the lab's .venv/bin/python" in done.stdout
+    assert f"venv python: -m labkit.preflight in {tmp_path}" in done.stdout
+
+
+def test_the_lab_folders_preflight_script_runs_the_check_with_a_python_that_has_torch(monkeypatch, capsys):
+    """With torch, `python3 preflight.py` is labkit.preflight.run() (not run again here: its result is passed on)."""
+    import runpy
+
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the script puts the lab's folder first
+    for result, status in ((True, 0), (False, 1)):
+        monkeypatch.setattr(preflight, "run", lambda result=result: result)
+        with pytest.raises(SystemExit) as exited:
+            runpy.run_path(str(ROOT / "preflight.py"), run_name="__main__")
+        assert exited.value.code == status
+
+
+@pytest.mark.skipif(_python_without_torch() is None, reason="every Python here has torch")
+def test_the_lab_folders_preflight_script_hands_over_to_a_real_venv_made_from_the_same_python(tmp_path):
+    """A venv's python is a link to the Python that made it (./lab makes .venv from python3): still .venv's."""
+    shutil.copy(ROOT / "preflight.py", tmp_path / "preflight.py")
+    made = subprocess.run([_python_without_torch(), "-m", "venv", "--without-pip", str(tmp_path / ".venv")],
+                          capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, made.stderr
+    done = subprocess.run([_python_without_torch(), str(tmp_path / "preflight.py")], cwd=ROOT.parent,
+                          capture_output=True, text=True, timeout=60, env=_without_pythonpath())
+    assert "has no torch: checking with the lab's .venv/bin/python" in done.stdout, done.stdout + done.stderr
+    assert done.returncode != 0  # that .venv has no labkit: -m labkit.preflight fails there, as it should

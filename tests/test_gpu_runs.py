@@ -63,3 +63,33 @@ def test_take_refuses_a_run_that_had_no_gpu(tmp_path):
     (tmp_path / "gpu-run.json").write_text(json.dumps({"device": None}))
     with pytest.raises(SystemExit, match="had no GPU"):
         gpu_runs.take(tmp_path)
+
+
+def test_the_gpu_room_note_groups_by_device_and_names_what_never_ran_or_changed(tmp_path):
+    """INSTRUCTORS.md's GPU-room note is made from the same summaries as the table."""
+    (tmp_path / "tools" / "notebook_sources").mkdir(parents=True)
+    (tmp_path / "docs" / "gpu-runs").mkdir(parents=True)
+    texts = {"00_a": "# %%\nprint('cpu')\n", "01_b": "# %%\n# GPU cell: a kernel\nprint(1)\n", "02_c": "never run",
+             "03_d": "cut short"}
+    for stem, text in texts.items():
+        (tmp_path / "tools" / "notebook_sources" / f"{stem}.py").write_text(text)
+    run = {"date": "2026-11-30", "device": "GPU-X", "torch": "2.99", "notebooks": {
+        "00_a": {"cells": 2, "passed": 2, "failed": 0, "source": gpu_runs.source_digest(texts["00_a"])},
+        "01_b": {"cells": 2, "passed": 2, "failed": 0, "source": gpu_runs.source_digest("older")},
+        "03_d": {"cells": 9, "passed": 3, "failed": 0, "source": gpu_runs.source_digest(texts["03_d"])}}}
+    (tmp_path / "docs" / "gpu-runs" / "2026-11-30-GPU-X-run1.json").write_text(json.dumps(run))
+    assert gpu_runs.room(tmp_path) == [
+        "- Notebooks with GPU cells (they run on a GPU, and show an earlier GPU's recording on a CPU): 01.",
+        "- On GPU-X, torch 2.99 (2026-11-30): every cell of 00, 01 passed; "
+        "03: the first 3 of 9 cells passed, then the run's time ran out.",
+        "- Never run on a GPU: 02.",
+        "- Changed since their last GPU run (the evidence is for older code): 01."]
+
+
+def test_instructors_carries_the_gpu_room_note_of_the_kept_runs():
+    """The note an instructor reads is the one the GPU runs make (--facts writes it, --check keeps it true)."""
+    text = (gpu_runs.ROOT / "INSTRUCTORS.md").read_text()
+    region = text.split("<!-- BEGIN gpu-room:", 1)[1].split("<!-- END gpu-room -->", 1)[0]
+    assert region.splitlines()[2:-1] == gpu_runs.room(gpu_runs.ROOT)
+    assert (gpu_runs.ROOT / "README.md").read_text().count("INSTRUCTORS.md#a-room-with-gpus") == 1
+    assert "\n## A room with GPUs\n" in text

@@ -60,7 +60,8 @@ def _facts(root: pathlib.Path) -> subprocess.CompletedProcess:
 
 
 def test_every_generated_fact_is_current():
-    """README's notebook table and torch range, notebook 00's map, INSTRUCTORS.md's timings, CHECKED_ON,
+    """README's notebook table and torch range, notebook 00's map, INSTRUCTORS.md's timings and GPU-room note,
+    docs/measurements.md's times, docs/maintaining.md's GPU table, CHECKED_ON,
     MINIMUM_TORCH, the torch floor and pin, and labkit.__version__ say what pyproject.toml's registry says."""
     sys.path.insert(0, str(ROOT / "tools"))
     import facts
@@ -151,3 +152,15 @@ def test_each_notebook_has_the_teaching_shape():
         assert all(c["execution_count"] is not None for c in code), f"{path.name} has unexecuted cells"
         assert not [o for c in code for o in c["outputs"] if o["output_type"] == "error"], path.name
         assert any("assert " in "".join(c["source"]) for c in code), f"{path.name} asserts nothing"
+
+
+def test_a_changed_measured_time_names_every_page_that_states_it(tmp_path):
+    """The cold times moved to docs/measurements.md with their region: --check still keeps them true there."""
+    root = _copy_of_the_lab(tmp_path)
+    pyproject = root / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace("execution_s = ", "execution_s = 1", 1))
+    stale = _check(root)
+    named = {line.split(":")[0] for line in stale.stdout.splitlines()}
+    assert named == {"README.md", "INSTRUCTORS.md", "docs/measurements.md"}, stale.stdout
+    assert _facts(root).returncode == 0
+    assert "| 123 s |" in (root / "docs" / "measurements.md").read_text()  # 23 s became 123 s

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PATHS = ["labkit", "tests", "tools", "benchmarks"]
+PATHS = ["labkit", "tests", "tools", "benchmarks", "preflight.py"]
 
 
 def _ruff(*args, cwd=ROOT):

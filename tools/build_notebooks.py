@@ -6,8 +6,9 @@
     python tools/build_notebooks.py --check 02   #   from what its source builds (one line per notebook)
     python tools/build_notebooks.py --facts      # executes nothing: rewrite the repeated facts (below)
 
-The lab's repeated facts (the notebook list and times in README.md, notebook 00's map and INSTRUCTORS.md;
-the torch range; CHECKED_ON; the version) come from one registry, pyproject.toml's ``[tool.lab]``, and
+The lab's repeated facts (the notebook list in README.md, notebook 00's map, INSTRUCTORS.md's timings and
+GPU-room note, the times in docs/measurements.md, the GPU table in docs/maintaining.md; the torch range;
+CHECKED_ON; the version) come from one registry, pyproject.toml's ``[tool.lab]``, and
 sit in the files that state them between generated-region markers (tools/facts.py). Every build
 writes them first; ``--check`` with no names also fails, one line per stale file, while one is out of
 date, and while a source has no ``[[tool.lab.notebooks]]`` entry or an entry no source. A build or check

@@ -3,8 +3,8 @@
 The registry is pyproject.toml: ``[tool.lab]`` (the notebooks, one ``[[tool.lab.notebooks]]`` each, and
 the torch range) and ``[project] version``. A fact measured by a tool is read from that tool's output,
 never retyped: ``CHECKED_ON`` is the releases whose rows pass in docs/torch-versions.json
-(``tools/torch_matrix.py``'s ``checked_on``), and README's GPU table is read from docs/gpu-runs/*.json
-(``tools/gpu_runs.py``).
+(``tools/torch_matrix.py``'s ``checked_on``), and the GPU table (docs/maintaining.md) and INSTRUCTORS.md's
+GPU-room note are read from docs/gpu-runs/*.json (``tools/gpu_runs.py``).
 
 Each generated region sits between a BEGIN and an END marker line naming it (``REGIONS``); two facts live
 on a line that cannot hold a marker (pyproject's dependency list, ``labkit.__version__``) and are rewritten
@@ -116,7 +116,7 @@ def map_cell(nbs: list[dict]) -> list[str]:
 
 
 def readme_times(nbs: list[dict]) -> list[str]:
-    """README's row of cold execution times, one column per notebook (the same figures as INSTRUCTORS.md)."""
+    """docs/measurements.md's row of cold execution times, one column per notebook (INSTRUCTORS.md's figures)."""
     return ["", "| " + " | ".join(nb["stem"][:2] for nb in nbs) + " |", "|---" * len(nbs) + "|",
             "| " + " | ".join(f"{nb['execution_s']} s" for nb in nbs) + " |", ""]
 
@@ -129,7 +129,7 @@ def instructors_timings(nbs: list[dict]) -> list[str]:
     return lines + [""]
 
 
-def regions(project: dict, checked: list[str]) -> dict[str, list[tuple[str, str, list[str]]]]:
+def regions(project: dict, checked: list[str], root: pathlib.Path = ROOT) -> dict[str, list[tuple[str, str, list]]]:
     """{file: [(region name, marker style, the lines between its markers)]}."""
     lab, nbs = project["tool"]["lab"], project["tool"]["lab"]["notebooks"]
     minimum = tuple(int(p) for p in lab["minimum_torch"].split("."))
@@ -138,11 +138,12 @@ def regions(project: dict, checked: list[str]) -> dict[str, list[tuple[str, str,
         "README.md": [
             ("torch-range", "md", ["", f"**torch >= {lab['minimum_torch']}: every notebook passes on torch "
                                        f"{', '.join(checked)}.**", ""]),
-            ("notebooks", "md", ["", *readme_notebooks(lab, nbs), ""]),
-            ("times", "md", readme_times(nbs)),
-            ("gpu-runs", "md", ["", *gpu_runs.table(ROOT), ""])],
+            ("notebooks", "md", ["", *readme_notebooks(lab, nbs), ""])],
+        "docs/measurements.md": [("times", "md", readme_times(nbs))],
+        "docs/maintaining.md": [("gpu-runs", "md", ["", *gpu_runs.table(root), ""])],
         "tools/notebook_sources/00_start_here.py": [("map", "py-md", map_cell(nbs))],
-        "INSTRUCTORS.md": [("timings", "md", instructors_timings(nbs))],
+        "INSTRUCTORS.md": [("timings", "md", instructors_timings(nbs)),
+                           ("gpu-room", "md", ["", *gpu_runs.room(root), ""])],
         "labkit/_torch_internals.py": [("checked-on", "py", [f"CHECKED_ON = ({quoted})"])],
         "labkit/env.py": [("minimum-torch", "py", [f"MINIMUM_TORCH = {minimum!r}"])],
         "requirements.txt": [("torch-floor", "py", [f"torch>={lab['minimum_torch']}"])],
@@ -183,7 +184,7 @@ def expected(root: pathlib.Path = ROOT) -> dict[str, tuple[str, str]]:
         raise FactsError(f"pyproject's [tool.lab] minimum_torch is {lab['minimum_torch']}, but the oldest release "
                          f"on which every notebook passes (docs/torch-versions.json) is {checked[0]}: make them agree")
     out = {}
-    for path, items in regions(project, checked).items():
+    for path, items in regions(project, checked, root).items():
         text = new = (root / path).read_text()
         for name, style, body in items:
             new = rewritten(new, name, style, body, path)

@@ -1,14 +1,15 @@
-"""What the lab's GPU runs showed: one summary per run of tools/gpu_check.sh, and the table the README shows.
+"""What the lab's GPU runs showed: one summary per run of tools/gpu_check.sh, and the tables made from them.
 
     python tools/gpu_runs.py take /path/to/out     # after bash tools/gpu_check.sh: take its evidence in
     python tools/gpu_runs.py summarize /path/out   # (gpu_check.sh runs this) write out/gpu-run.json
     python tools/gpu_runs.py table                 # the table of which notebooks ran on a GPU, and when
+    python tools/gpu_runs.py room                  # the same evidence as INSTRUCTORS.md's GPU-room note
 
 ``take`` copies the run's recordings into labkit/gpu_recordings/, its summary and log into docs/gpu-runs/,
-rewrites the generated facts (README's table) and rebuilds the notebooks with GPU cells on this machine's
-torch, so that their labels read "recorded from this code". A summary keeps, per notebook, how many of its
-cells passed or failed under nbval-lax with CUDA, and a digest of its source then: the table says "changed
-since" once the source differs. Nothing here needs a GPU.
+rewrites the generated facts (docs/maintaining.md's table, INSTRUCTORS.md's GPU-room note) and rebuilds the
+notebooks with GPU cells on this machine's torch, so that their labels read "recorded from this code". A
+summary keeps, per notebook, how many of its cells passed or failed under nbval-lax with CUDA, and a digest of
+its source then: the table says "changed since" once the source differs. Nothing here needs a GPU.
 """
 
 from __future__ import annotations
@@ -117,6 +118,46 @@ def table(root: pathlib.Path = ROOT) -> list[str]:
     return lines
 
 
+def has_gpu_cells(source_text: str) -> bool:
+    """Whether a notebook source has a GPU cell: a code cell whose first line is ``# GPU cell: <title>``
+    (labkit/recordings.py's rule, read here without importing labkit)."""
+    return re.search(r"(?m)^# %%[^\n]*\n# GPU cell:", source_text) is not None
+
+
+def room(root: pathlib.Path = ROOT) -> list[str]:
+    """INSTRUCTORS.md's GPU-room note: the notebooks with GPU cells, then per device and torch of the latest
+    run of each notebook, which ran whole, which stopped where, which never ran, and which changed since."""
+    kept = runs(root / "docs" / "gpu-runs")
+    sources = sorted((root / "tools" / "notebook_sources").glob("[0-9][0-9]_*.py"))
+    with_gpu = [s.stem[:2] for s in sources if has_gpu_cells(s.read_text())]
+    lines = [f"- Notebooks with GPU cells (they run on a GPU, and show an earlier GPU's recording on a CPU): "
+             f"{', '.join(with_gpu) or 'none'}."]
+    groups: dict[tuple[str, str, str], dict[str, list[str]]] = {}
+    never, changed = [], []
+    for source in sources:
+        number = source.stem[:2]
+        last = next((run for run in reversed(kept) if run["notebooks"].get(source.stem, {}).get("passed")
+                     or run["notebooks"].get(source.stem, {}).get("failed")), None)
+        if last is None:
+            never.append(number)
+            continue
+        entry = last["notebooks"][source.stem]
+        group = groups.setdefault((last["device"], last["torch"], last["date"]), {"whole": [], "other": []})
+        if entry["passed"] == entry["cells"] and not entry["failed"]:
+            group["whole"].append(number)
+        else:
+            group["other"].append(f"{number}: {result(entry)}")
+        if entry["source"] != source_digest(source.read_text()):
+            changed.append(number)
+    for (device, torch, date), group in groups.items():
+        parts = ([f"every cell of {', '.join(group['whole'])} passed"] if group["whole"] else []) + group["other"]
+        lines.append(f"- On {device}, torch {torch} ({date}): {'; '.join(parts)}.")
+    lines.append(f"- Never run on a GPU: {', '.join(never)}." if never else "- Every notebook has run on a GPU.")
+    if changed:
+        lines.append(f"- Changed since their last GPU run (the evidence is for older code): {', '.join(changed)}.")
+    return lines
+
+
 def take(out: pathlib.Path) -> list[str]:
     """Take a gpu_check.sh output folder in; returns what changed, one line each."""
     sys.path.insert(0, str(ROOT / "tools"))
@@ -140,18 +181,19 @@ def take(out: pathlib.Path) -> list[str]:
     subprocess.run([sys.executable, str(ROOT / "tools" / "build_notebooks.py"), "--facts"], check=True)
     with_gpu_cells = [source.stem[:2] for source in build_notebooks.all_sources() if record_gpu.gpu_cells(source)]
     subprocess.run([sys.executable, str(ROOT / "tools" / "build_notebooks.py"), *with_gpu_cells], check=True)
-    return done + ["README's GPU table", f"notebooks {' '.join(with_gpu_cells)} rebuilt with their new labels"]
+    return done + ["docs/maintaining.md's GPU table and INSTRUCTORS.md's GPU-room note",
+                   f"notebooks {' '.join(with_gpu_cells)} rebuilt with their new labels"]
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("command", choices=("take", "summarize", "table"))
+    parser.add_argument("command", choices=("take", "summarize", "table", "room"))
     parser.add_argument("out", nargs="?", type=pathlib.Path, help="the output folder of bash tools/gpu_check.sh")
     args = parser.parse_args(argv)
-    if args.command != "table" and (args.out is None or not args.out.is_dir()):
+    if args.command in ("take", "summarize") and (args.out is None or not args.out.is_dir()):
         parser.error(f"{args.command} needs the folder bash tools/gpu_check.sh wrote (its OUT)")
-    if args.command == "table":
-        print("\n".join(table()))
+    if args.command in ("table", "room"):
+        print("\n".join(table() if args.command == "table" else room()))
     elif args.command == "summarize":
         print("wrote", summarize(args.out))
     else:
