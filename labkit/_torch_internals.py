@@ -193,6 +193,13 @@ def destroy_custom_op(qualname: str) -> bool:
     return True
 
 
+def destroy_library(lib) -> None:
+    """Remove every registration ``lib`` (a ``torch.library.Library``) made: torch's private ``_destroy``.
+    The object is kept alive (see :func:`keep_destroyed`), so its finalizer never runs later."""
+    lib._destroy()
+    keep_destroyed(lib)
+
+
 # A ``torch.library.Library`` carries a weakref finalizer that, when the object is garbage collected,
 # deletes ``torch.ops.<ns>.<name>`` for every name it defined: again after ``_destroy()`` already did,
 # and even when a newer registration owns the name by then. So, some time after a redefinition (when

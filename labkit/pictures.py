@@ -152,3 +152,31 @@ def inductor_steps(codes: dict):
     ax.set_xlim(-2.4, step * widest + 0.1)
     ax.set_ylim(-0.95 * len(rows) - (0.1 if widest > 2 else 0.5), 0.6)
     return fig
+
+
+# --- 10: the order a tensor's elements lie in memory, read from its strides --------------------------------
+
+
+def memory_order(tensors: dict, slots: int = 12):
+    """One row per labelled tensor (``{label: tensor}``, 4-d NCHW-indexed): its first ``slots`` memory slots,
+    left to right, each box naming the element ``n,c,h,w`` stored there, coloured by channel, computed from the
+    tensor's own shape and strides (its storage offset aside). NCHW walks ``w`` first; channels-last, ``c``."""
+    import itertools
+
+    rows = {}
+    for label, t in tensors.items():
+        where = {sum(i * s for i, s in zip(index, t.stride())): index
+                 for index in itertools.product(*(range(n) for n in t.shape))}
+        rows[label] = (tuple(t.stride()), [where[k] for k in sorted(where)[:slots]])
+    fig, ax = figure(1.2 + 0.95 * slots, 1.0 * len(rows) + 0.9)
+    colours = ("input", "op", "output", "written", "plain", "removed")
+    for r, (label, (strides, elements)) in enumerate(rows.items()):
+        y = -r * 1.0
+        ax.text(-0.55, y + 0.42, f"{label}: strides {strides}", ha="left", fontsize=FONT, weight="bold")
+        for i, (n, c, h, w) in enumerate(elements):
+            box(ax, i * 0.95, y, f"{n},{c},{h},{w}", colours[c % len(colours)], width=0.88, height=0.4)
+    ax.text(-0.55, -1.0 * len(rows) + 0.35, "each box: the element n,c,h,w at that memory slot (slot 0 on the "
+            "left), coloured by its channel c", fontsize=FONT - 1, color=PALETTE["edge"])
+    ax.set_xlim(-0.6, 0.95 * slots)
+    ax.set_ylim(-1.0 * len(rows) + 0.1, 0.8)
+    return fig
