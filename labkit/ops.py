@@ -200,6 +200,12 @@ def custom_op(qualname: str, kernel, mutates_args, tags=None):
     return opdef
 
 
+def mark_ordered_effect(opdef) -> None:
+    """Tell the compiler that ``opdef`` (what ``custom_op`` returned) has an ordered external effect (logging,
+    I/O): its calls keep their order, and lowered graphs wrap it in ``with_effects`` (torch's API is private)."""
+    internals.register_ordered_effect(opdef)
+
+
 _LIBRARIES: dict[str, object] = {}
 
 

@@ -180,3 +180,29 @@ def memory_order(tensors: dict, slots: int = 12):
     ax.set_xlim(-0.6, 0.95 * slots)
     ax.set_ylim(-1.0 * len(rows) + 0.1, 0.8)
     return fig
+
+
+# --- 11: how a package finds its custom op: by name, when it loads ------------------------------------------
+
+
+def package_lookup(package_name: str, calls: list[dict], registered: dict):
+    """One row per custom-op call a package holds (:func:`labkit.packages.op_calls`): the generated code's
+    call (through the proxy executor or not), the name and argument names the package's JSON stores, and what
+    this process registers under that name (``registered``: ``{name: schema or None}``,
+    :func:`labkit.packages.registered_now`), which is what the package runs once loaded."""
+    fig, ax = figure(11, 1.0 * max(len(calls), 1) + 1.3)
+    for x, title in ((0, f"{package_name}: generated C++"), (3.9, "what the package stores"),
+                     (8.0, "registered under that name, at load")):
+        ax.text(x, 0.75, title, ha="center", fontsize=FONT + 1, weight="bold")
+    for r, call in enumerate(calls):
+        y = -r * 1.0
+        code = "proxy executor call" if call["via proxy executor"] else "direct call"
+        box(ax, 0, y, code, "plain", width=2.6)
+        box(ax, 3.9, y, f"{call['target']}({', '.join(call['inputs'])})", "input", width=3.0)
+        schema = registered.get(call["target"])
+        box(ax, 8.0, y, schema or "nothing: the package cannot load", "op" if schema else "written", width=4.0)
+        arrow(ax, (1.3, y), (2.4, y), "by name")
+        arrow(ax, (5.4, y), (6.0, y), "lookup")
+    ax.set_xlim(-1.4, 10.1)
+    ax.set_ylim(-1.0 * len(calls) + 0.4, 1.05)
+    return fig

@@ -84,8 +84,8 @@ What notebook 10's check cells assert per release (each side asserted; CPU build
   it passes it (it compared strides on CUDA only).
 - **A fake with the wrong dtype, under Inductor**: on 2.11.0 to 2.13.0 no error; where Inductor's own code
   reads the op's buffer (a sum) the result is wrong (float32 bytes read as bfloat16), and the op's output
-  returned as is has the right values (seen on 2.11.0 and 2.13.0). From 2.14.1 the generated code checks the dtype after the call and
-  raises `expected dtype torch.bfloat16 but got torch.float32`, in both programs.
+  returned as is has the right values (seen on 2.11.0 and 2.13.0). From 2.14.1 the generated code checks
+  the dtype after the call and raises `expected dtype torch.bfloat16 but got torch.float32`, in both programs.
 - The same on every release measured (2.11.0, 2.13.0, 2.15.0): a `Library.define` op with no autograd
   formula gives `x.grad = 2` eagerly and `None` under `aot_eager`, with a warning only, where `custom_op`
   raises; `custom_op` adds `pt2_compliant_tag`; a `custom_op` schema `(Tensor(a) x) -> Tensor(a)` is accepted
