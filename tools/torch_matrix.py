@@ -98,6 +98,24 @@ What notebook 10's check cells assert per release (each side asserted; CPU build
   hands back the float32 artifact (2.11.0, 2.13.0, 2.15.0; with `TORCHINDUCTOR_FX_GRAPH_CACHE=0
   TORCHINDUCTOR_AUTOGRAD_CACHE=0` the new compile casts). labkit's cache tag does not cover it either; notebook 10
   registers autocast on a fresh op, before its first compile.
+
+## Notebook 11: export, AOTInductor and the profiler
+
+What notebook 11's check cells assert per release:
+
+- **The profiler and the `custom_op` object**: on 2.11.0 to 2.13.0, calling the object `swish(x)` records an
+  event `nb11::swish` with the kernel's aten ops beneath it, as `torch.ops.nb11.swish(x)` does; from 2.14.1 the
+  object's call records only the aten ops (no parent). Compiled with Inductor, up to 2.13.0 the op is an event
+  beneath `## Call CompiledFxGraph … ##`; from 2.14.1 its aten ops sit right beneath the graph's call.
+  `torch.ops.ns.name(...)`, an AOTInductor package's call and `torch.profiler.record_function` inside the
+  kernel name the op on every release measured.
+- **A package loaded where its Python op is not registered**: `Could not find schema for nb11::silu.` on every
+  release; from 2.13.0 the message goes on to say that a `custom_op` cannot run via AOTI without Python.
+- The same on 2.11.0, 2.13.0 and 2.15.0: a mutating op that returns nothing exports without a registered fake
+  kernel; after `run_decompositions()` a mutating op is wrapped in `auto_functionalized_v2` and an op with an
+  ordered effect in `with_effects`, with a `TOKEN` input and output; `torch.export.load` of a saved program
+  raises (`We ran into an error when deserializing the saved file`) until its custom ops are registered; a
+  package loaded before its op's signature changed crashed the process at its next call (signal 11).
 """
 
 # Run by the row's own Python: each behaviour a lesson depends on, as torch shows it there.

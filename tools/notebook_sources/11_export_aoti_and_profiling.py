@@ -172,15 +172,15 @@ torch.testing.assert_close(lowered_fx.module()(x), x + 1)
 
 # %% tags=["nbval-ignore-output"]
 workdir = tempfile.TemporaryDirectory()          # the package lives here; removed at the end of section 4
-package = None
+package = None                                   # until the build below completes
 package = labkit.packages.build(ep, os.path.join(workdir.name, "block.pt2"))
-runner = labkit.packages.load(package)
 
 # %% tags=["check"]
 #@title Check: the package runs like the module, for two batch sizes (Dim("batch") survives into it)
+loaded = labkit.packages.load(package)
 for batch_size in (4, 3):
     xb = torch.randn(batch_size, 8)
-    torch.testing.assert_close(runner(xb), Block()(xb))
+    torch.testing.assert_close(loaded(xb), Block()(xb))
 
 # %% [markdown]
 # What does the package hold for the op? Its JSON describes each custom-op call by the op's name and its
@@ -202,6 +202,7 @@ assert labkit.packages.registered_now(calls)["nb11::silu"] == "nb11::silu(Tensor
 # event, with the aten ops of its Python kernel beneath it:
 
 # %%
+runner = labkit.packages.load(package)
 with profile(activities=[ProfilerActivity.CPU]) as prof:
     runner(x)
 aoti_events = [(e.name, e.cpu_parent.name if e.cpu_parent else None) for e in prof.events()]
@@ -250,7 +251,7 @@ def silu(x: Tensor) -> Tensor:
 
 
 silu.register_fake(lambda x: torch.empty_like(x))
-reloaded = None                      # it, too, holds the operator just destroyed
+loaded = reloaded = None             # they, too, hold the operator just destroyed
 runner = labkit.packages.load(package)
 restored = runner(x)
 
