@@ -47,7 +47,7 @@ from .stages import StageReport, TorchError, compile_and_compare  # noqa: E402
 recordings.listen()  # which GPU cells' code ran (IPython's hooks; nothing in torch)
 
 # Imported on first use: ipywidgets is heavy, and the cache demo's subprocesses never need it.
-_LAZY_MODULES = ("widgets", "cache_demo", "preflight", "pictures", "packages")
+_LAZY_MODULES = ("widgets", "cache_demo", "preflight", "pictures")
 
 
 def __getattr__(name):
@@ -62,7 +62,7 @@ __all__ = [
     "compile_and_compare", "torch_logs", "StageReport", "TorchError", "show", "summary", "text", "draw_fate", "setup",
     "show_gpu_recording", "recordings",
     "audit", "auditing", "cache", "cache_demo", "checks", "env", "exercises", "experiments", "naming", "ops", "render",
-    "stages", "warmup", "widgets", "pictures", "packages", "TorchTooOld", "check_torch",
+    "stages", "warmup", "widgets", "pictures", "TorchTooOld", "check_torch",
 ]
 
 

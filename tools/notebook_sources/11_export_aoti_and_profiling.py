@@ -27,6 +27,7 @@ from torch import Tensor
 from torch.profiler import ProfilerActivity, profile
 
 import labkit
+import labkit.packages
 
 labkit.setup(warm_inductor=False)   # the one AOTInductor compile below is this notebook's slow cell
 _ = torch.manual_seed(0)
