@@ -39,22 +39,25 @@ def build(exported, path: str, about: str = "about 25 s on a 2-core CPU") -> str
     return path
 
 
+def require(path: str | None) -> str:
+    """``path``, or :class:`NoPackage` (one sentence) when the cell that builds the package has not run to its end."""
+    if not path or not os.path.exists(path):
+        raise NoPackage("there is no package yet: run the cell that builds the package first (section 3).")
+    return path
+
+
 def load(path: str | None):
     """``torch._inductor.aoti_load_package(path)``: the package's callable, its custom ops looked up by name now.
 
     Raises :class:`NoPackage` (one sentence) when the cell that builds it has not run to its end.
     """
-    if not path or not os.path.exists(path):
-        raise NoPackage("there is no package yet: run the cell that builds the package first (section 3).")
-    return internals.aoti_load_package(path)
+    return internals.aoti_load_package(require(path))
 
 
 def op_calls(path: str | None) -> list[dict]:
     """The custom-op calls the package describes in its JSON, each ``{"target": "ns::name", "inputs": [names]}``,
     with ``"via proxy executor"``: whether the generated C++ makes its calls through the proxy executor."""
-    if not path or not os.path.exists(path):
-        raise NoPackage("there is no package yet: run the cell that builds the package first (section 3).")
-    with zipfile.ZipFile(path) as archive:
+    with zipfile.ZipFile(require(path)) as archive:
         files = {name: archive.read(name).decode(errors="replace") for name in archive.namelist()
                  if name.endswith((".cpp", ".json"))}
     cpp = "".join(text for name, text in files.items() if name.endswith(".cpp"))
@@ -70,7 +73,7 @@ def in_a_fresh_python(package: str, exported: str, timeout: float = 120) -> tupl
     saved ExportedProgram ``exported`` and the package before ``nb11::silu`` exists; define it; load and run
     both; redefine it with one more argument; load the package again; call the one loaded before the change.
     Returns the lines it printed and its exit status (negative: killed by that signal)."""
-    script = internals.fresh_python_script(package, exported)
+    script = internals.fresh_python_script(require(package), exported)
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=timeout)
     return result.stdout.splitlines(), result.returncode
 

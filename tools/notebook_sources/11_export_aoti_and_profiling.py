@@ -193,6 +193,7 @@ labkit.pictures.package_lookup("block.pt2", calls, labkit.packages.registered_no
 
 # %% tags=["check"]
 #@title Check: the C++ calls the op through the proxy executor; the JSON names the op once, and its argument
+labkit.packages.require(package)                 # one sentence if the build cell did not finish
 assert all(call["via proxy executor"] for call in calls), "the generated C++ calls the op via the proxy executor"
 assert [call["target"] for call in calls] == ["nb11::silu"], "the JSON names the op, once"
 assert [call["inputs"] for call in calls] == [["x"]], "and its argument, by name"
@@ -211,6 +212,7 @@ print([event for event in aoti_events if event[0] in ("nb11::silu", "aten::sigmo
 
 # %% tags=["check"]
 #@title Check: in the package's run, the op is an event of its own, its kernel's aten ops beneath it
+labkit.packages.require(package)                 # one sentence if the build cell did not finish
 assert [name for name, _ in aoti_events].count("nb11::silu") == 1, "the op is an event of its own"
 assert ("aten::sigmoid", "nb11::silu") in aoti_events, "its Python kernel's aten ops run beneath it"
 
@@ -236,6 +238,7 @@ print("package output:", out[0, :3], " caller's tensor afterwards:", mine[0, :3]
 
 # %% tags=["check"]
 #@title Check: the reloaded package runs the new kernel, which writes into the caller's tensor, unannounced
+labkit.packages.require(package)                 # one sentence if the build cell did not finish
 assert torch.equal(out, torch.full_like(mine, 43.0)), "the package runs the NEW kernel (42 + 1)"
 assert not torch.equal(mine, before), "and the new kernel wrote into the caller's tensor, unannounced"
 
@@ -258,6 +261,7 @@ restored = runner(x)
 
 # %% tags=["check"]
 #@title Check: with the original op back, a package loaded now matches the module
+labkit.packages.require(package)                 # one sentence if the build cell did not finish
 torch.testing.assert_close(restored, Block()(x))
 
 # %% [markdown]
