@@ -193,6 +193,13 @@ def destroy_custom_op(qualname: str) -> bool:
     return True
 
 
+def destroy_library(lib) -> None:
+    """Remove every registration ``lib`` (a ``torch.library.Library``) made: torch's private ``_destroy``.
+    The object is kept alive (see :func:`keep_destroyed`), so its finalizer never runs later."""
+    lib._destroy()
+    keep_destroyed(lib)
+
+
 # A ``torch.library.Library`` carries a weakref finalizer that, when the object is garbage collected,
 # deletes ``torch.ops.<ns>.<name>`` for every name it defined: again after ``_destroy()`` already did,
 # and even when a newer registration owns the name by then. So, some time after a redefinition (when
@@ -596,3 +603,47 @@ def clear_torch_counters() -> None:
     from torch._dynamo.utils import counters
 
     counters.clear()
+
+
+# --- AOTInductor (notebook 11): torch's documented entry points live in torch._inductor ------------------------
+
+
+def aoti_compile_and_package(exported, package_path: str) -> str:
+    """``torch._inductor.aoti_compile_and_package``: compile an ExportedProgram ahead of time into a .pt2."""
+    return torch._inductor.aoti_compile_and_package(exported, package_path=package_path)
+
+
+def aoti_load_package(package_path: str):
+    """``torch._inductor.aoti_load_package``: load a .pt2 package; its custom ops are looked up by name now."""
+    return torch._inductor.aoti_load_package(package_path)
+
+
+def fresh_python_script(package: str, exported: str) -> str:
+    """The script :func:`labkit.packages.in_a_fresh_python` runs: numbered lines, one per step."""
+    return f"""
+import warnings
+import torch
+warnings.filterwarnings("ignore")
+def attempt(label, step):
+    try:
+        step()
+    except Exception as error:
+        print(label, "ERROR:", str(error).splitlines()[0], flush=True)
+attempt("1 export.load, op not registered:", lambda: torch.export.load({exported!r}))
+attempt("2 aoti_load_package, op not registered:", lambda: torch._inductor.aoti_load_package({package!r}))
+@torch.library.custom_op("nb11::silu", mutates_args=())
+def silu(x: torch.Tensor) -> torch.Tensor:
+    return x * torch.sigmoid(x)
+silu.register_fake(lambda x: torch.empty_like(x))
+x = torch.randn(2, 8)
+print("3 op defined, export.load runs:", torch.allclose(torch.export.load({exported!r}).module()(x), silu(x) + 1))
+runner = torch._inductor.aoti_load_package({package!r})
+print("4 op defined, the package runs:", torch.allclose(runner(x), silu(x) + 1), flush=True)
+@torch.library.custom_op("nb11::silu", mutates_args=())
+def silu(x: torch.Tensor, alpha: float = 1.0) -> torch.Tensor:
+    return x * torch.sigmoid(x) * alpha
+fresh = torch._inductor.aoti_load_package({package!r})
+print("5 signature changed, a package loaded now runs:", torch.allclose(fresh(x), silu(x) + 1), flush=True)
+runner(x)
+print("6 the package loaded before the change ran", flush=True)
+"""

@@ -201,6 +201,30 @@ def custom_op(qualname: str, kernel, mutates_args, tags=None):
     return opdef
 
 
+def mark_ordered_effect(opdef) -> None:
+    """Tell the compiler that ``opdef`` (what ``custom_op`` returned) has an ordered external effect (logging,
+    I/O): its calls keep their order, and lowered graphs wrap it in ``with_effects`` (torch's API is private)."""
+    internals.register_ordered_effect(opdef)
+
+
+_LIBRARIES: dict[str, object] = {}
+
+
+def library(namespace: str):
+    """A fresh ``torch.library.Library(namespace, "FRAGMENT")``, for a notebook cell that may run again.
+
+    The library an earlier call made for ``namespace`` is destroyed first, with every op it defined, so
+    that the cell's ``define`` calls work a second time. In your own project, create the ``Library`` once,
+    at module level, and keep it: its registrations live as long as the object.
+    """
+    old = _LIBRARIES.pop(namespace, None)
+    if old is not None:
+        internals.destroy_library(old)
+    lib = torch.library.Library(namespace, "FRAGMENT")
+    _LIBRARIES[namespace] = lib
+    return lib
+
+
 def _forget(qualname: str) -> None:
     """Retire the handle labkit holds for ``qualname`` and forget that it owned it."""
     internals.keep_destroyed(_OWNED.pop(qualname, None))  # see internals.keep_destroyed: why

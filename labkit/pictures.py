@@ -281,4 +281,57 @@ def cache_keys(results: dict):
         ax.text(x, 0.7, title, ha="center", fontsize=FONT, weight="bold")
     ax.set_xlim(-2.6, 16.4)
     ax.set_ylim(-1.4 * len(results) + 0.45, 1.0)
+
+
+# --- 10: the order a tensor's elements lie in memory, read from its strides --------------------------------
+
+
+def memory_order(tensors: dict, slots: int = 12):
+    """One row per labelled tensor (``{label: tensor}``, 4-d NCHW-indexed): its first ``slots`` memory slots,
+    left to right, each box naming the element ``n,c,h,w`` stored there, coloured by channel, computed from the
+    tensor's own shape and strides (its storage offset aside). NCHW walks ``w`` first; channels-last, ``c``."""
+    import itertools
+
+    rows = {}
+    for label, t in tensors.items():
+        where = {sum(i * s for i, s in zip(index, t.stride())): index
+                 for index in itertools.product(*(range(n) for n in t.shape))}
+        rows[label] = (tuple(t.stride()), [where[k] for k in sorted(where)[:slots]])
+    fig, ax = figure(1.2 + 0.95 * slots, 1.0 * len(rows) + 0.9)
+    colours = ("input", "op", "output", "written", "plain", "removed")
+    for r, (label, (strides, elements)) in enumerate(rows.items()):
+        y = -r * 1.0
+        ax.text(-0.55, y + 0.42, f"{label}: strides {strides}", ha="left", fontsize=FONT, weight="bold")
+        for i, (n, c, h, w) in enumerate(elements):
+            box(ax, i * 0.95, y, f"{n},{c},{h},{w}", colours[c % len(colours)], width=0.88, height=0.4)
+    ax.text(-0.55, -1.0 * len(rows) + 0.35, "each box: the element n,c,h,w at that memory slot (slot 0 on the "
+            "left), coloured by its channel c", fontsize=FONT - 1, color=PALETTE["edge"])
+    ax.set_xlim(-0.6, 0.95 * slots)
+    ax.set_ylim(-1.0 * len(rows) + 0.1, 0.8)
+    return fig
+
+
+# --- 11: how a package finds its custom op: by name, when it loads ------------------------------------------
+
+
+def package_lookup(package_name: str, calls: list[dict], registered: dict):
+    """One row per custom-op call a package holds (:func:`labkit.packages.op_calls`): the generated code's
+    call (through the proxy executor or not), the name and argument names the package's JSON stores, and what
+    this process registers under that name (``registered``: ``{name: schema or None}``,
+    :func:`labkit.packages.registered_now`), which is what the package runs once loaded."""
+    fig, ax = figure(11, 1.0 * max(len(calls), 1) + 1.3)
+    for x, title in ((0, f"{package_name}: generated C++"), (3.9, "what the package stores"),
+                     (8.0, "registered under that name, at load")):
+        ax.text(x, 0.75, title, ha="center", fontsize=FONT + 1, weight="bold")
+    for r, call in enumerate(calls):
+        y = -r * 1.0
+        code = "proxy executor call" if call["via proxy executor"] else "direct call"
+        box(ax, 0, y, code, "plain", width=2.6)
+        box(ax, 3.9, y, f"{call['target']}({', '.join(call['inputs'])})", "input", width=3.0)
+        schema = registered.get(call["target"])
+        box(ax, 8.0, y, schema or "nothing: the package cannot load", "op" if schema else "written", width=4.0)
+        arrow(ax, (1.3, y), (2.4, y), "by name")
+        arrow(ax, (5.4, y), (6.0, y), "lookup")
+    ax.set_xlim(-1.4, 10.1)
+    ax.set_ylim(-1.0 * len(calls) + 0.4, 1.05)
     return fig

@@ -89,6 +89,48 @@ NOTES = """
   check fails: `torch._functorch.config.error_on_custom_op_aliasing`, which the lesson sets and
   asserts, does not exist there. On 2.9, `import labkit` also lacked
   `torch._library.utils.is_impure`; the gate now names the minimum instead.
+
+## Notebook 10: beyond the shape
+
+What notebook 10's check cells assert per release (each side asserted; CPU builds and CUDA builds on a CPU):
+
+- **`opcheck` and wrong CPU strides**: from 2.13.0 `test_faketensor` compares the strides of CPU outputs
+  (pytorch PR #183002) and fails a fake that promises column-major for a contiguous result; on 2.11.0 and 2.12.1
+  it passes it (it compared strides on CUDA only).
+- **A fake with the wrong dtype, under Inductor**: on 2.11.0 to 2.13.0 no error; where Inductor's own code
+  reads the op's buffer (a sum) the result is wrong (float32 bytes read as bfloat16), and the op's output
+  returned as is has the right values (seen on 2.11.0 and 2.13.0). From 2.14.1 the generated code checks
+  the dtype after the call and raises `expected dtype torch.bfloat16 but got torch.float32`, in both programs.
+- The same on every release measured (2.11.0, 2.13.0, 2.15.0): a `Library.define` op with no autograd
+  formula gives `x.grad = 2` eagerly and `None` under `aot_eager`, with a warning only, where `custom_op`
+  raises; `custom_op` adds `pt2_compliant_tag`; a `custom_op` schema `(Tensor(a) x) -> Tensor(a)` is accepted
+  and runs eagerly, and `torch.compile` refuses it; under CPU autocast a custom op's kernel sees autocast on
+  (bf16 `a @ b`) eagerly and with `backend="eager"`, off with `aot_eager` and `inductor`; `register_autocast`
+  leaves float64 inputs alone and raises `Custom ops do not support kwargs yet` on a call that passes a
+  keyword argument; the default layout constraint is `needs_exact_strides`.
+- **Found, not in the notebook**: `register_autocast` called after the op was compiled under autocast is not
+  seen by a later Inductor compile of the same function, even after `torch.compiler.reset()`: the compile cache
+  hands back the float32 artifact (2.11.0, 2.13.0, 2.15.0; with `TORCHINDUCTOR_FX_GRAPH_CACHE=0
+  TORCHINDUCTOR_AUTOGRAD_CACHE=0` the new compile casts). labkit's cache tag does not cover it either; notebook 10
+  registers autocast on a fresh op, before its first compile.
+
+## Notebook 11: export, AOTInductor and the profiler
+
+What notebook 11's check cells assert per release:
+
+- **The profiler and the `custom_op` object**: on 2.11.0 to 2.13.0, calling the object `swish(x)` records an
+  event `nb11::swish` with the kernel's aten ops beneath it, as `torch.ops.nb11.swish(x)` does; from 2.14.1 the
+  object's call records only the aten ops (no parent). Compiled with Inductor, up to 2.13.0 the op is an event
+  beneath `## Call CompiledFxGraph … ##`; from 2.14.1 its aten ops sit right beneath the graph's call.
+  `torch.ops.ns.name(...)`, an AOTInductor package's call and `torch.profiler.record_function` inside the
+  kernel name the op on every release measured.
+- **A package loaded where its Python op is not registered**: `Could not find schema for nb11::silu.` on every
+  release; from 2.13.0 the message goes on to say that a `custom_op` cannot run via AOTI without Python.
+- The same on 2.11.0, 2.13.0 and 2.15.0: a mutating op that returns nothing exports without a registered fake
+  kernel; after `run_decompositions()` a mutating op is wrapped in `auto_functionalized_v2` and an op with an
+  ordered effect in `with_effects`, with a `TOKEN` input and output; `torch.export.load` of a saved program
+  raises (`We ran into an error when deserializing the saved file`) until its custom ops are registered; a
+  package loaded before its op's signature changed crashed the process at its next call (signal 11).
 """
 
 # Run by the row's own Python: each behaviour a lesson depends on, as torch shows it there.
