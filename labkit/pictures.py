@@ -281,6 +281,7 @@ def cache_keys(results: dict):
         ax.text(x, 0.7, title, ha="center", fontsize=FONT, weight="bold")
     ax.set_xlim(-2.6, 16.4)
     ax.set_ylim(-1.4 * len(results) + 0.45, 1.0)
+    return fig
 
 
 # --- 10: the order a tensor's elements lie in memory, read from its strides --------------------------------
