@@ -596,3 +596,26 @@ def clear_torch_counters() -> None:
     from torch._dynamo.utils import counters
 
     counters.clear()
+
+
+# --- 01: who calls an op while torch.compile traces it ------------------------------------------------------
+
+
+def is_fake_tensor(value) -> bool:
+    """Whether ``value`` is one of the fake tensors torch.compile traces with (a shape, no data)."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    return isinstance(value, FakeTensor)
+
+
+def fake_fallback_namespaces() -> tuple[str, ...]:
+    """The namespaces whose ops fake tensors may run for real, on zero-filled inputs, when the op has no fake
+    kernel (``FakeTensorMode``'s allow-list; ``()`` where this torch has none)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    return tuple(sorted(getattr(FakeTensorMode, "_can_run_unsafe_fallback_allowed_namespaces", ())))
+
+
+def destroy_library(lib) -> None:
+    """Remove every registration a ``torch.library.Library`` made (so its names can be defined again)."""
+    lib._destroy()

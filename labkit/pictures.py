@@ -152,3 +152,40 @@ def inductor_steps(codes: dict):
     ax.set_xlim(-2.4, step * widest + 0.1)
     ax.set_ylim(-0.95 * len(rows) - (0.1 if widest > 2 else 0.5), 0.6)
     return fig
+
+
+# --- 01: what each stage of torch.compile hands an op: fake tensors while tracing, data when it runs ----------
+
+STAGE_TITLES = {"dynamo": "Dynamo traces", "aot": "AOTAutograd traces", "inductor": "Inductor lowers",
+                "tracing": "tracing"}
+
+
+def calls_by_stage(calls, op_name: str):
+    """Every call of an op's kernel and fake kernel, in order, grouped into columns by the stage that made it:
+    ``calls`` is a list of ``(who, stage, x)`` as recorded inside the kernels (``who``: ``"kernel"`` or
+    ``"fake"``; ``stage``: :func:`labkit.stages.calling_stage`; ``x``: the tensor the call received). A call
+    while tracing shows only the shape and dtype it got; a real call shows the values."""
+    columns: list[tuple[str, list]] = []
+    for who, stage, x in calls:
+        if not columns or columns[-1][0] != stage:
+            columns.append((stage, []))
+        columns[-1][1].append((who, x))
+    tallest = max((len(c) for _, c in columns), default=1)
+    fig, ax = figure(2.3 * max(len(columns), 1) + 0.4, 0.75 * tallest + 1.4)
+    traced = False
+    for c, (stage, column) in enumerate(columns):
+        x0 = c * 2.3
+        title = STAGE_TITLES.get(stage, stage) if stage != "run" else "compiled call" if traced else "eager call"
+        traced = traced or stage != "run"
+        ax.text(x0, 0.6, title, ha="center", fontsize=FONT + 1, weight="bold")
+        for r, (who, x) in enumerate(column):
+            seen = f"{list(x.shape)} {str(x.dtype).replace('torch.', '')}\nno data" if stage != "run" \
+                else f"{[round(float(v), 3) for v in x.flatten()[:4]]}"
+            box(ax, x0, -0.75 * r, f"{'fake kernel' if who == 'fake' else who}\n{seen}", "input" if who == "fake" else "op", width=2.0, height=0.62)
+        if c:
+            arrow(ax, (x0 - 2.3 + 1.05, 0.1), (x0 - 1.05, 0.1))
+    ax.text(2.3 * (len(columns) - 1) / 2, -0.75 * tallest - 0.05, f"{op_name}: {len(calls)} calls, left to right "
+            "in time · blue: its fake kernel · yellow: its kernel", ha="center", fontsize=FONT, color=PALETTE["edge"])
+    ax.set_xlim(-1.2, 2.3 * max(len(columns) - 1, 0) + 1.2)
+    ax.set_ylim(-0.75 * tallest - 0.35, 0.95)
+    return fig
