@@ -181,11 +181,55 @@ def calls_by_stage(calls, op_name: str):
         for r, (who, x) in enumerate(column):
             seen = f"{list(x.shape)} {str(x.dtype).replace('torch.', '')}\nno data" if stage != "run" \
                 else f"{[round(float(v), 3) for v in x.flatten()[:4]]}"
-            box(ax, x0, -0.75 * r, f"{'fake kernel' if who == 'fake' else who}\n{seen}", "input" if who == "fake" else "op", width=2.0, height=0.62)
+            label = "fake kernel" if who == "fake" else who
+            box(ax, x0, -0.75 * r, f"{label}\n{seen}", "input" if who == "fake" else "op", width=2.0, height=0.62)
         if c:
             arrow(ax, (x0 - 2.3 + 1.05, 0.1), (x0 - 1.05, 0.1))
     ax.text(2.3 * (len(columns) - 1) / 2, -0.75 * tallest - 0.05, f"{op_name}: {len(calls)} calls, left to right "
             "in time · blue: its fake kernel · yellow: its kernel", ha="center", fontsize=FONT, color=PALETTE["edge"])
     ax.set_xlim(-1.2, 2.3 * max(len(columns) - 1, 0) + 1.2)
     ax.set_ylim(-0.75 * tallest - 0.35, 0.95)
+    return fig
+
+
+# --- 06: what Dynamo captures of a data-dependent op, and where it breaks the graph -------------------------
+
+
+def _short_target(node) -> str:
+    target = str(node.target)
+    if target.startswith("<built-in function "):
+        return target[len("<built-in function "):-1]
+    return target.replace(".default", "").replace("aten.", "")
+
+
+def graph_breaks(runs: dict, op_name: str):
+    """One row per ``{label: torch._dynamo.explain(fn)(...)}``: the graphs Dynamo made, left to right, each with its
+    calls (``op_name``'s node in yellow), and a red box for each graph break, with the operator its reason names."""
+    import re
+
+    dotted = op_name.replace("::", ".")
+    rows = {label: ([[n for n in gm.graph.nodes if n.op == "call_function"] for gm in out.graphs],
+                    [str(r.reason) for r in out.break_reasons]) for label, out in runs.items()}
+    widest = max((len(graphs) + len(breaks) for graphs, breaks in rows.values()), default=1)
+    tallest = max((len(g) for graphs, _ in rows.values() for g in graphs), default=1)
+    row_height = 0.42 * tallest + 1.1
+    fig, ax = figure(3.0 + 2.9 * widest, row_height * len(rows) + 0.5)
+    for r, (label, (graphs, breaks)) in enumerate(rows.items()):
+        y = -r * row_height
+        ax.text(-0.3, y, label, ha="right", va="center", fontsize=FONT, weight="bold")
+        items = []
+        for g, nodes in enumerate(graphs):
+            items.append(("graph", f"graph {g + 1}:\n" + "\n".join(_short_target(n) for n in nodes), nodes))
+            if g < len(breaks):
+                named = re.search(r"`([\w.]+)`", breaks[g])
+                what = named.group(1).replace(".default", "") if named else "?"
+                items.append(("break", f"graph break:\n{what}\nruns eagerly", []))
+        for i, (kind, text, nodes) in enumerate(items):
+            holds_op = any(str(n.target).startswith(dotted) for n in nodes)
+            box(ax, 1.3 + i * 2.9, y, text, "write" if kind == "break" else "op" if holds_op else "plain",
+                width=2.6, height=0.42 * max(text.count("\n") + 1, 2))
+            if i:
+                arrow(ax, (1.3 + (i - 1) * 2.9 + 1.32, y), (1.3 + i * 2.9 - 1.32, y))
+    ax.set_xlim(-3.0, 2.9 * widest + 0.2)
+    ax.set_ylim(-row_height * (len(rows) - 0.5) - 0.2, row_height / 2 + 0.1)
     return fig

@@ -6,11 +6,10 @@
 # three stages of `torch.compile` that ask it.
 #
 # **What you will learn**
-# - how to register a custom operator with `torch.library.custom_op`, and check it with `opcheck`;
-# - why the compiler needs a fake kernel, and the error you get without one — even for an op that returns nothing;
-# - the mental model the rest of the lab uses: **Dynamo graph → AOTAutograd graph → Inductor code**, on one small
-#   model whose op you follow through every stage;
-# - how to see those stages in your own project: `TORCH_TRACE` and the `tlparse` report.
+# - to register an operator with `torch.library.custom_op`, and check it with `opcheck`;
+# - why the compiler needs a fake kernel, and the error you get without one;
+# - the lab's mental model: **Dynamo graph → AOTAutograd graph → Inductor code**, on one small model;
+# - to see those stages in your own project: `TORCH_TRACE` and `tlparse`.
 #
 # **Time:** about 30 minutes. **Before:** 00 · Start here.
 
@@ -55,10 +54,9 @@ assert torch.equal(torch.ops.nb01.scale(torch.ones(2), 3.0), torch.full((2,), 3.
     "the op, called by its name, scales x"
 
 # %% [markdown]
-# The function under `register_fake` is the **fake kernel**; section 2 shows what it is for. First, torch's own
-# checker: `torch.library.opcheck` runs a set of tests on sample inputs (with `raise_exception=False` it returns
-# each test's result instead of raising at the first failure). The lab's later notebooks call
-# `labkit.checks.opcheck`, which keeps torch's reason for each failure as one sentence.
+# The function under `register_fake` is the **fake kernel** (section 2). First, torch's own checker:
+# `torch.library.opcheck` runs a set of tests on sample inputs; with `raise_exception=False` it returns each
+# test's result instead of raising at the first failure.
 
 # %%
 torch.library.opcheck(scale, (torch.randn(3), 2.0), raise_exception=False)
@@ -110,14 +108,13 @@ assert stages.count("inductor") == 2, "Inductor calls the fake kernel twice whil
 assert peeked.verdict.agree, "compiled == eager"
 
 # %% [markdown]
-# Dynamo calls the fake kernel once, while it records the graph; AOTAutograd twice — once to learn what the graph
-# outputs and mutates, once to trace the functional graph; Inductor twice while it writes code. Your kernel runs
-# only when there is data: the eager call, then the compiled one.
+# Dynamo calls the fake kernel while it records the graph; AOTAutograd to learn what the graph outputs, then to
+# trace it; Inductor while it writes code. Your kernel runs only when there is data.
 #
 # ## 3. Without a fake kernel
 #
-# An op without a fake kernel, whose body is plain torch code that *would* work on fake tensors. Eagerly it works;
-# compiled, tracing stops. `labkit.compile_and_compare` hands back what torch raised as data (`report.error`):
+# This op has no fake kernel, and its body would work on fake tensors. Eagerly it runs; compiled, tracing stops
+# (`labkit.compile_and_compare` hands back what torch raised as `report.error`):
 
 # %%
 ran = []
@@ -140,10 +137,10 @@ assert report.error.message.startswith("There was no fake impl registered for <C
 assert ran == ["run"], "torch did not run the custom_op's body while tracing: only the eager call ran it"
 
 # %% [markdown]
-# That holds for `custom_op`. An op defined the older, low-level way — `torch.library.Library`'s `define` and
-# `impl`, as in many C++ extensions — is different in a few namespaces torch lists (`aten`, `prims`, `vision`,
-# `torchaudio`, …): there, fake tensors fall back to running your *real* kernel on zero-filled tensors while
-# tracing. `labkit.ops.library_op` defines such an op; the same kernel, in our namespace and in `vision`:
+# That holds for `custom_op`. An op defined the low-level way (`torch.library.Library`'s `define` and `impl`) is
+# different in a few namespaces torch lists (`aten`, `prims`, `vision`, `torchaudio`, …): there, fake tensors
+# run your *real* kernel on zero-filled tensors while tracing. `labkit.ops.library_op` defines such an op, here in
+# our namespace and in `vision`:
 
 # %%
 kernel_saw = {"nb01lib": [], "vision": []}
@@ -153,7 +150,7 @@ for namespace, seen in kernel_saw.items():
         return x * 2
 
     op = labkit.ops.library_op(f"{namespace}::nb01_double", double)
-    labkit.compile_and_compare(lambda x: op(x) + 1, torch.ones(3), backend="aot_eager")
+    labkit.compile_and_compare(lambda x: op(x) + 1, torch.ones(3), backend="aot_eager")  # noqa: B023 - runs now
     print(f"{namespace:8} the kernel saw:", seen)
 
 # %% tags=["check"]
@@ -171,13 +168,11 @@ fullgraph = labkit.compile_and_compare(lambda x: torch.ops.nb01lib.nb01_double(x
 assert fullgraph.error is not None, "nb01lib, fullgraph=True: no fake kernel, no compile"
 
 # %% [markdown]
-# Don't rely on that fallback: a kernel that reads its data (a count, a mask) computes the wrong shape from zeros.
-# Give every op a fake kernel.
+# Don't rely on it: a kernel that reads its data (a mask, a count) gets the shape wrong from zeros.
 #
-# **A surprise:** an op that returns *nothing* and mutates nothing needs a fake kernel too; torch finds such an
-# op suspicious. One that returns nothing but *does* mutate an argument gets one automatically: it has no output,
-# and the mutated tensor keeps its shape. (`labkit.declare` is the lab's short spelling of `custom_op`;
-# `fake=False` registers no fake kernel.)
+# **A surprise:** an op that returns *nothing* and mutates nothing needs a fake kernel too. One that returns
+# nothing but mutates an argument gets one automatically: no output, and the mutated tensor keeps its shape.
+# (`labkit.declare` is the lab's short spelling of `custom_op`; `fake=False` registers no fake kernel.)
 
 # %%
 returns_nothing = labkit.declare(name="nb01::log_only", returns="none", fake=False)
@@ -224,7 +219,7 @@ assert report.verdict.agree, "compiled == eager"
 #
 # Dynamo runs your Python bytecode and records every tensor operation into an FX graph. It *inlines* the module:
 # the graph calls `torch._C._nn.linear` with the layer's weight and bias lifted to graph inputs (the long
-# `l_self_modules_linear_parameters_…` names), then our op by its name, then `relu`.
+# `…_linear_parameters_weight_` names), then our op by its name, then `relu`.
 
 # %%
 print(labkit.render.stage_code(report)["dynamo"])
@@ -279,9 +274,9 @@ fig = labkit.render.draw_stages(report, "nb01::scale")
 # %% [markdown]
 # ## Exercise 1: predict where an op disappears
 #
-# `shape_only` calls `scale` and uses its result — but only the result's **shape**, to size a tensor of zeros.
-# Which stage is the **first** whose output no longer contains the op? Answer `"dynamo"`, `"aot"`, `"inductor"`,
-# or `"none"` if the op survives and runs. (*Think:* where does the compiler get the shape from?)
+# `shape_only` uses only the **shape** of `scale`'s result. Which stage is the **first** whose output no longer
+# contains the op? Answer `"dynamo"`, `"aot"`, `"inductor"`, or `"none"` if it survives and runs. (*Think:* where
+# does the compiler get the shape from?)
 
 # %%
 first_stage_without_op = ...   # "dynamo", "aot", "inductor" or "none"
@@ -327,9 +322,9 @@ assert FATES[shape_only] == {"dynamo": True, "aot": False, "inductor": False, "r
 # %% [markdown]
 # ## Exercise 2: write a fake kernel
 #
-# `nb01::row_sums` returns the sum of each row: for `x` of shape `(n, m)`, a result of shape `(n,)`. Complete
-# `my_row_sums_fake` so that it returns an *empty* tensor of that shape, with `x`'s dtype and device, without
-# reading `x`'s data. The check tries it on a second dtype and on the meta device, then runs `opcheck` and a compile.
+# `nb01::row_sums` sums each row: for `x` of shape `(n, m)`, a result of shape `(n,)`. Complete `my_row_sums_fake`
+# to return an *empty* tensor of that shape, with `x`'s dtype and device. The check tries it on a second dtype and
+# on the meta device, then runs `opcheck` and a compile.
 
 # %%
 @torch.library.custom_op("nb01::row_sums", mutates_args=())
@@ -378,18 +373,17 @@ with contextlib.redirect_stdout(io.StringIO()):
 # %% [markdown]
 # ## In your own project: `TORCH_TRACE` and `tlparse`
 #
-# torch records every stage above itself. Run your program with the environment variable `TORCH_TRACE` set to a
-# folder, and torch writes a structured log of every compile there; `tlparse` (`pip install tlparse`) turns it
-# into an HTML report: for each compile, the Dynamo graph, the AOTAutograd graph, Inductor's code, cache hits and
-# misses, graph breaks. In a shell:
+# torch records every stage itself. Set `TORCH_TRACE` to a folder and torch writes a log of every compile there;
+# `tlparse` (`pip install tlparse`) turns it into an HTML report: per compile, each stage's graph or code, cache
+# hits and misses, graph breaks. In a shell:
 #
 # ```
 # TORCH_TRACE=/tmp/trace python program.py
 # tlparse /tmp/trace/*.log -o /tmp/report
 # ```
 #
-# `labkit.logs.torch_trace_report` runs exactly that on a small program, in a new process (torch reads
-# `TORCH_TRACE` when it starts):
+# `labkit.logs.torch_trace_report` runs that on a small program, in a new process (torch reads `TORCH_TRACE`
+# when it starts):
 
 # %%
 program = """
@@ -447,19 +441,15 @@ assert "torch.ops.traced.scale.default" in aot_text, "torch's own AOTAutograd gr
 assert "torch.ops.aten.addmm.default" in aot_text, "torch's own AOTAutograd graph has the linear's addmm"
 
 # %% [markdown]
-# For a quick look without a report, `TORCH_LOGS="graph_code,aot_graphs,output_code"` prints the same graphs to
-# stderr (notebooks 00 and 02 use it).
+# For a quick look, `TORCH_LOGS="graph_code,aot_graphs,output_code"` prints the same graphs to stderr.
 #
 # ## What to remember
 #
-# - `torch.library.custom_op("ns::name", mutates_args=...)` registers an op the compiler treats as one opaque
-#   step; `torch.library.opcheck` tests the registration.
-# - The compiler traces with **fake tensors** and asks the fake kernel, not your kernel: Dynamo, AOTAutograd and
-#   Inductor each call it. An op that returns a tensor — or returns nothing without mutating anything — needs
-#   `register_fake`; without one, compiling fails with "There was no fake impl registered…". (Only `Library` ops
-#   in a few of torch's own namespaces get their real kernel run on zeros instead.)
-# - Dynamo records your Python as a graph (inlining modules); AOTAutograd lowers it to functional ATen ops and
-#   removes dead code; Inductor generates code and calls your op as a fallback.
+# - `torch.library.custom_op("ns::name", mutates_args=...)` registers an opaque op; `opcheck` tests it.
+# - The compiler traces with **fake tensors** and asks your fake kernel, at every stage. An op that returns a
+#   tensor, or returns nothing and mutates nothing, needs `register_fake`.
+# - Dynamo records your Python as a graph; AOTAutograd lowers it to functional ATen ops and removes dead code;
+#   Inductor generates code and calls your op as a fallback.
 # - `TORCH_TRACE` + `tlparse` show every stage of every compile in your own program.
 #
 # ## Questions
