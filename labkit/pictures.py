@@ -202,34 +202,38 @@ def _short_target(node) -> str:
     return target.replace(".default", "").replace("aten.", "")
 
 
-def graph_breaks(runs: dict, op_name: str):
+def graph_breaks(runs: dict, highlight: str):
     """One row per ``{label: torch._dynamo.explain(fn)(...)}``: the graphs Dynamo made, left to right, each with its
-    calls (``op_name``'s node in yellow), and a red box for each graph break, with the operator its reason names."""
+    calls (a graph holding ``highlight``, an op's qualified name or a namespace ``"ns::"``, in yellow), and a red
+    box for each graph break, with the operator its reason names."""
     import re
 
-    dotted = op_name.replace("::", ".")
-    rows = {label: ([[n for n in gm.graph.nodes if n.op == "call_function"] for gm in out.graphs],
-                    [str(r.reason) for r in out.break_reasons]) for label, out in runs.items()}
-    widest = max((len(graphs) + len(breaks) for graphs, breaks in rows.values()), default=1)
-    tallest = max((len(g) for graphs, _ in rows.values() for g in graphs), default=1)
-    row_height = 0.42 * tallest + 1.1
-    fig, ax = figure(3.0 + 2.9 * widest, row_height * len(rows) + 0.5)
-    for r, (label, (graphs, breaks)) in enumerate(rows.items()):
-        y = -r * row_height
-        ax.text(-0.3, y, label, ha="right", va="center", fontsize=FONT, weight="bold")
-        items = []
-        for g, nodes in enumerate(graphs):
-            items.append(("graph", f"graph {g + 1}:\n" + "\n".join(_short_target(n) for n in nodes), nodes))
+    dotted = highlight.replace("::", ".")
+    rows = []
+    for label, out in runs.items():
+        items, breaks = [], [str(r.reason) for r in out.break_reasons]
+        for g, gm in enumerate(out.graphs):
+            nodes = [n for n in gm.graph.nodes if n.op == "call_function"]
+            holds = any(str(n.target).startswith(dotted) for n in nodes)
+            items.append(("op" if holds else "plain", [f"graph {g + 1}"] + [_short_target(n) for n in nodes]))
             if g < len(breaks):
                 named = re.search(r"`([\w.]+)`", breaks[g])
-                what = named.group(1).replace(".default", "") if named else "?"
-                items.append(("break", f"graph break:\n{what}\nruns eagerly", []))
-        for i, (kind, text, nodes) in enumerate(items):
-            holds_op = any(str(n.target).startswith(dotted) for n in nodes)
-            box(ax, 1.3 + i * 2.9, y, text, "write" if kind == "break" else "op" if holds_op else "plain",
-                width=2.6, height=0.42 * max(text.count("\n") + 1, 2))
+                what = named.group(1).replace(".default", "") if named else "an operator"
+                items.append(("write", ["graph break", what, "runs eagerly"]))
+        rows.append((label, items))
+    line, step = 0.26, 2.9
+    heights = [max((len(text) for _, text in items), default=1) * line + 0.5 for _, items in rows]
+    widest = max((len(items) for _, items in rows), default=1)
+    fig, ax = figure(3.2 + 2.3 * widest, 0.75 * sum(heights) + 0.3)
+    y = 0.0
+    for (label, items), height in zip(rows, heights):
+        y -= height / 2
+        ax.text(-0.2, y, label.replace(", ", "\n", 1), ha="right", va="center", fontsize=FONT, weight="bold")
+        for i, (kind, text) in enumerate(items):
+            box(ax, 1.3 + i * step, y, "\n".join(text), kind, width=2.6, height=len(text) * line + 0.15)
             if i:
-                arrow(ax, (1.3 + (i - 1) * 2.9 + 1.32, y), (1.3 + i * 2.9 - 1.32, y))
-    ax.set_xlim(-3.0, 2.9 * widest + 0.2)
-    ax.set_ylim(-row_height * (len(rows) - 0.5) - 0.2, row_height / 2 + 0.1)
+                arrow(ax, (1.3 + (i - 1) * step + 1.32, y), (1.3 + i * step - 1.32, y))
+        y -= height / 2
+    ax.set_xlim(-3.6, step * widest)
+    ax.set_ylim(y, 0.05)
     return fig
