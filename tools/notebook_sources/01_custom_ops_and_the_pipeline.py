@@ -305,7 +305,7 @@ def check_first_stage(answer, fn):
 def shape_only(x):
     return x.new_zeros(scale(x, 2.0).shape)
 
-check_first_stage(first_stage_without_op, shape_only)
+first_stage_ok = check_first_stage(first_stage_without_op, shape_only)
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
 #@title Solution (open it once you have tried)
@@ -356,7 +356,7 @@ def check_row_sums_fake(fake):
                                   f"opcheck says {checks}; compile error: {compiled.error}")
 
 # %%
-check_row_sums_fake(my_row_sums_fake)
+fake_ok = check_row_sums_fake(my_row_sums_fake)
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
 #@title Solution (open it once you have tried)

@@ -374,7 +374,7 @@ def check_capstone(fixes):
                                   "; ".join(problems))
 
 # %%
-check_capstone(my_fixes)
+capstone_ok = check_capstone(my_fixes)
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
 #@title Solution (open it once you have tried)
