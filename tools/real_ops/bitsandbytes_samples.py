@@ -1,8 +1,8 @@
 """Sample inputs for bitsandbytes' operators, from bitsandbytes' own tests/test_ops.py (0.50.2), shrunk.
 
-``SAMPLES`` maps each overload's qualified name to a list of ``(args, kwargs)`` calls, the form
-``labkit doctor`` and ``torch.library.opcheck`` take. Only ops with a CPU kernel are listed: int8_double_quant and the .out overloads of
-dequantize_blockwise, dequantize_4bit and gemv_4bit have none in 0.50.2 (NotImplementedError on the CPU).
+``SAMPLES`` maps each overload's qualified name to a list of ``(args, kwargs)`` calls, as
+``torch.library.opcheck`` takes them. Only ops with a CPU kernel are listed: int8_double_quant and the .out
+overloads of dequantize_blockwise, dequantize_4bit and gemv_4bit have none in 0.50.2 (NotImplementedError).
 """
 
 import torch
@@ -44,8 +44,9 @@ def _samples():
         "bitsandbytes::quantize_4bit": [((w, 64, "nf4", torch.uint8), {})],
         "bitsandbytes::dequantize_4bit": [((q4, absmax4, 64, "nf4", [64, 64], torch.float32), {})],
         "bitsandbytes::gemv_4bit": [((x, q4, [64, 64], absmax4, code4, 64), {})],
-        "bitsandbytes::optimizer_update_32bit": [(adam + (torch.randn(n), torch.randn(n), torch.zeros(n), torch.zeros(n),
-                                                   None, 0.0, 0.0, *hyper.values(), 0.0, 1, 1e-3, 1.0), {})],
+        "bitsandbytes::optimizer_update_32bit": [(adam + (
+            torch.randn(n), torch.randn(n), torch.zeros(n), torch.zeros(n),
+            None, 0.0, 0.0, *hyper.values(), 0.0, 1, 1e-3, 1.0), {})],
         "bitsandbytes::optimizer_update_8bit_blockwise": [(adam + (
             torch.randn(n), torch.randn(n), torch.full((n,), 128, dtype=torch.uint8), torch.zeros(n, dtype=torch.uint8),
             *hyper.values(), 1, 1e-3, F.create_dynamic_map(signed=True), F.create_dynamic_map(signed=False),
