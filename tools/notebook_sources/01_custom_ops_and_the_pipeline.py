@@ -288,7 +288,8 @@ STAGE_WORDS = {"dynamo": ["Dynamo", "dynamo graph"], "aot": ["AOTAutograd", "aot
 FATES = {}
 
 def check_first_stage(answer, fn):
-    if not labkit.exercises.answered(answer, "edit first_stage_without_op in the cell above, run it, then this one"):
+    where = "edit the first_stage_without_op = ... cell (above the collapsed check), run it, then this cell"
+    if not labkit.exercises.answered(answer, where):
         return None
     said = labkit.exercises.choice(answer, STAGE_WORDS, "first_stage_without_op")
     if said is None:
@@ -342,8 +343,8 @@ def check_row_sums_fake(fake):
         probe = fake(torch.empty(3, 5, device="meta"))
     except Exception:                        # a broken fake: fake_problems below says how
         probe = True
-    if not labkit.exercises.answered(... if probe is None else probe, "write my_row_sums_fake's body above, run it, "
-                                                                      "then this cell"):
+    where = "write the body of my_row_sums_fake (two cells up), run it, then this cell"
+    if not labkit.exercises.answered(... if probe is None else probe, where):
         return None
     problems = labkit.exercises.fake_problems(fake, row_sums, torch.randn(3, 5))
     if problems:
