@@ -344,9 +344,9 @@ assert audits["log_activations"].ok, "audit finds nothing in log_activations: it
 # %% [markdown]
 # ## Exercise: fix the three declarations
 #
-# For each op, fill in the fields that change, as a `dict` of what `labkit.declare` takes (`mutates_args`,
-# `fake`, `effect`, …). The check rebuilds `TinyNet` with your fixes and compares compiled with eager: outputs,
-# running statistics, and the number of log entries. Use the audits above, and notebook 05 §2 for the logger.
+# For each op, fill in the fields that change, as a `dict` of what `labkit.declare` takes: `mutates_args` (a tuple
+# of names), `fake` (`True`/`False`), `effect` (`"ordered"` or `"side_effect"`). The check rebuilds `TinyNet` with
+# your fixes and compares compiled with eager: outputs, running statistics, log entries. Notebook 05 §2 helps.
 
 # %%
 my_fixes = {
