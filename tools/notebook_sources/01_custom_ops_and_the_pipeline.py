@@ -143,14 +143,20 @@ assert ran == ["run"], "torch did not run the custom_op's body while tracing: on
 # our namespace and in `vision`:
 
 # %%
-kernel_saw = {"nb01lib": [], "vision": []}
-for namespace, seen in kernel_saw.items():
-    def double(x, seen=seen):
+def what_the_kernel_saw(namespace):
+    seen = []
+
+    def double(x):
         seen.append(x.tolist())          # what the kernel was given
         return x * 2
 
     op = labkit.ops.library_op(f"{namespace}::nb01_double", double)
-    labkit.compile_and_compare(lambda x: op(x) + 1, torch.ones(3), backend="aot_eager")  # noqa: B023 - runs now
+    labkit.compile_and_compare(lambda x: op(x) + 1, torch.ones(3), backend="aot_eager")
+    return seen
+
+
+kernel_saw = {namespace: what_the_kernel_saw(namespace) for namespace in ("nb01lib", "vision")}
+for namespace, seen in kernel_saw.items():
     print(f"{namespace:8} the kernel saw:", seen)
 
 # %% tags=["check"]
