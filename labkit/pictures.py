@@ -204,8 +204,8 @@ def _short_target(node) -> str:
 
 def graph_breaks(runs: dict, highlight: str):
     """One row per ``{label: torch._dynamo.explain(fn)(...)}``: the graphs Dynamo made, left to right, each with its
-    calls (a graph holding ``highlight``, an op's qualified name or a namespace ``"ns::"``, in yellow), and a red
-    box for each graph break, with the operator its reason names."""
+    calls (functions, methods, modules; a graph holding ``highlight``, an op's qualified name or a namespace
+    ``"ns::"``, in yellow), and a red box for each graph break, with the operator its reason names."""
     import re
 
     dotted = highlight.replace("::", ".")
@@ -213,7 +213,7 @@ def graph_breaks(runs: dict, highlight: str):
     for label, out in runs.items():
         items, breaks = [], [str(r.reason) for r in out.break_reasons]
         for g, gm in enumerate(out.graphs):
-            nodes = [n for n in gm.graph.nodes if n.op == "call_function"]
+            nodes = [n for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module")]
             holds = any(str(n.target).startswith(dotted) for n in nodes)
             items.append(("op" if holds else "plain", [f"graph {g + 1}"] + [_short_target(n) for n in nodes]))
             if g < len(breaks):

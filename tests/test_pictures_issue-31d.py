@@ -47,3 +47,53 @@ def test_calls_by_stage_follows_a_made_up_record():
     assert "Inductor lowers" in texts and "compiled call" in texts and "eager call" not in texts, texts
     assert any("[2, 5] float64" in t for t in texts) and any("[0.0, 1.0, 2.0]" in t for t in texts), texts
     assert any("x::y: 2 calls" in t for t in texts), texts
+
+
+# --- 06: graph_breaks -----------------------------------------------------------------------------------------
+
+
+def test_graph_breaks_draws_the_graphs_and_the_break_dynamo_reported():
+    @torch.library.custom_op("picturetest31d::nonzero_count", mutates_args=())
+    def nonzero_count(x: torch.Tensor) -> torch.Tensor:
+        return x[x != 0].clone()
+
+    nonzero_count.register_fake(lambda x: x.new_empty(torch.library.get_ctx().new_dynamic_size()))
+
+    def f(x):
+        return nonzero_count(x.sin()).sum() + x.cos().sum()
+
+    broken = torch._dynamo.explain(f)(torch.randn(5))
+    with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True):
+        captured = torch._dynamo.explain(f)(torch.randn(5))
+    texts = _texts(pictures.graph_breaks({"plain, default": broken, "plain, captured": captured}, "picturetest31d::"))
+    boxes = [t for t in texts if t.startswith(("graph", "graph break"))]
+    assert sum(t.startswith("graph break") for t in boxes) == broken.graph_break_count == 1, texts
+    assert any("picturetest31d.nonzero_count" in t and t.startswith("graph break") for t in boxes), texts
+    assert sum(t.startswith("graph ") and not t.startswith("graph break") for t in boxes) == \
+        len(broken.graphs) + len(captured.graphs), texts
+    assert any("sin" in t for t in boxes) and any("cos" in t for t in boxes), texts     # the graphs' own calls
+    assert "plain\ndefault" in texts and "plain\ncaptured" in texts, texts
+
+
+class _Node:
+    def __init__(self, target):
+        self.op, self.target = "call_function", target
+
+
+class _Graph:
+    def __init__(self, *targets):
+        self.graph = type("G", (), {"nodes": [_Node(t) for t in targets]})()
+
+
+class _Reason:
+    def __init__(self, text):
+        self.reason = text
+
+
+def test_graph_breaks_follows_a_made_up_explanation():
+    graphs = [_Graph("aten.mul.default"), _Graph("my.op.default", "aten.add.default")]
+    reasons = [_Reason("Operator `other.thing.default` is odd")]
+    made_up = type("Explained", (), {"graphs": graphs, "break_reasons": reasons})()
+    texts = _texts(pictures.graph_breaks({"made up": made_up}, "my::op"))
+    assert "graph 1\nmul" in texts and "graph 2\nmy.op\nadd" in texts, texts
+    assert "graph break\nother.thing\nruns eagerly" in texts, texts
