@@ -647,3 +647,26 @@ print("5 signature changed, a package loaded now runs:", torch.allclose(fresh(x)
 runner(x)
 print("6 the package loaded before the change ran", flush=True)
 """
+
+
+# --- 01: who calls an op while torch.compile traces it ------------------------------------------------------
+
+
+def is_fake_tensor(value) -> bool:
+    """Whether ``value`` is one of the fake tensors torch.compile traces with (a shape, no data)."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    return isinstance(value, FakeTensor)
+
+
+def fake_fallback_namespaces() -> tuple[str, ...]:
+    """The namespaces whose ops fake tensors may run for real, on zero-filled inputs, when the op has no fake
+    kernel (``FakeTensorMode``'s allow-list; ``()`` where this torch has none)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    return tuple(sorted(getattr(FakeTensorMode, "_can_run_unsafe_fallback_allowed_namespaces", ())))
+
+
+def destroy_library(lib) -> None:
+    """Remove every registration a ``torch.library.Library`` made (so its names can be defined again)."""
+    lib._destroy()

@@ -170,3 +170,34 @@ def call_steps(code: str) -> list[tuple[str, str]]:
 
 def _short_args(args: str, limit: int = 34) -> str:
     return args if len(args) <= limit else args[: limit - 1] + "…"
+
+
+# --- 01: TORCH_TRACE and tlparse, on a program run in a child process ---------------------------------------
+
+
+def torch_trace_report(program: str):
+    """Run ``program`` (Python source) as ``TORCH_TRACE=<folder>/trace python program.py`` in a new process (torch
+    reads ``TORCH_TRACE`` when it starts), with an empty Inductor cache, then ``tlparse`` on the log it wrote,
+    installing ``tlparse`` with pip first where it is missing (Colab). Returns the report's folder
+    (``index.html``, ``compile_directory.json``, one file per entry). Safe to stop and run again: each run
+    uses a new temporary folder."""
+    import os
+    import pathlib
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+
+    work = pathlib.Path(tempfile.mkdtemp(prefix="torch-trace-"))
+    (work / "program.py").write_text(program)
+    env = dict(os.environ, TORCH_TRACE=str(work / "trace"), TORCHINDUCTOR_CACHE_DIR=str(work / "cache"))
+    subprocess.run([sys.executable, str(work / "program.py")], env=env, check=True, capture_output=True)
+
+    def find():
+        return shutil.which("tlparse") or str(pathlib.Path(sys.executable).with_name("tlparse"))
+    if not pathlib.Path(find()).exists():
+        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "tlparse"], check=True)
+    (log,) = (work / "trace").glob("*.log")
+    subprocess.run([find(), str(log), "-o", str(work / "report"), "--no-browser", "--overwrite"], check=True,
+                   capture_output=True)
+    return work / "report"

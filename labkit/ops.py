@@ -539,3 +539,28 @@ def torch_source(spec: OpSpec, name: str | None = None) -> str:
     elif spec.effect == "ordered":
         lines += ["", "", f"{fn}.register_effect(torch.library.EffectType.ORDERED)"]
     return "\n".join(lines) + "\n"
+
+
+# --- 01: an op defined the low-level way, with torch.library.Library and no fake kernel ---------------------
+
+_LIBRARIES: dict[str, torch.library.Library] = {}
+
+
+def library_op(qualname: str, kernel, schema: str = "(Tensor x) -> Tensor"):
+    """Define ``qualname`` with ``torch.library.Library`` (``define``, then ``impl`` of ``kernel`` for CPU) and
+    no fake kernel, as older code and C++ extensions do; return ``torch.ops.<namespace>.<name>``.
+
+    Running it again replaces the previous definition (``Library.define`` alone would refuse a second one).
+    Any namespace is allowed, torch's fake-tensor fallback namespaces too (``vision``, ...): that is the point
+    of notebook 01's lesson on them.
+    """
+    namespace, _, name = qualname.partition("::")
+    if not namespace or not name.isidentifier():
+        raise LabOpError(f"library_op() takes a qualified name like 'mylib::op', not {brief(qualname)}.")
+    if qualname in _LIBRARIES:
+        internals.destroy_library(_LIBRARIES.pop(qualname))
+    lib = torch.library.Library(namespace, "FRAGMENT")
+    lib.define(name + schema)
+    lib.impl(name, kernel, "CPU")
+    _LIBRARIES[qualname] = lib
+    return getattr(getattr(torch.ops, namespace), name)

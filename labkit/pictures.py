@@ -336,3 +336,88 @@ def package_lookup(package_name: str, calls: list[dict], registered: dict):
     ax.set_xlim(-1.4, 10.1)
     ax.set_ylim(-1.0 * len(calls) + 0.4, 1.05)
     return fig
+
+
+# --- 01: what each stage of torch.compile hands an op: fake tensors while tracing, data when it runs ----------
+
+STAGE_TITLES = {"dynamo": "Dynamo traces", "aot": "AOTAutograd traces", "inductor": "Inductor lowers",
+                "tracing": "tracing"}
+
+
+def calls_by_stage(calls, op_name: str):
+    """Every call of an op's kernel and fake kernel, in order, grouped into columns by the stage that made it:
+    ``calls`` is a list of ``(who, stage, x)`` as recorded inside the kernels (``who``: ``"kernel"`` or
+    ``"fake"``; ``stage``: :func:`labkit.stages.calling_stage`; ``x``: the tensor the call received). A call
+    while tracing shows only the shape and dtype it got; a real call shows the values."""
+    columns: list[tuple[str, list]] = []
+    for who, stage, x in calls:
+        if not columns or columns[-1][0] != stage:
+            columns.append((stage, []))
+        columns[-1][1].append((who, x))
+    tallest = max((len(c) for _, c in columns), default=1)
+    fig, ax = figure(2.3 * max(len(columns), 1) + 0.4, 0.75 * tallest + 1.4)
+    traced = False
+    for c, (stage, column) in enumerate(columns):
+        x0 = c * 2.3
+        title = STAGE_TITLES.get(stage, stage) if stage != "run" else "compiled call" if traced else "eager call"
+        traced = traced or stage != "run"
+        ax.text(x0, 0.6, title, ha="center", fontsize=FONT + 1, weight="bold")
+        for r, (who, x) in enumerate(column):
+            seen = f"{list(x.shape)} {str(x.dtype).replace('torch.', '')}\nno data" if stage != "run" \
+                else f"{[round(float(v), 3) for v in x.flatten()[:4]]}"
+            label = "fake kernel" if who == "fake" else who
+            box(ax, x0, -0.75 * r, f"{label}\n{seen}", "input" if who == "fake" else "op", width=2.0, height=0.62)
+        if c:
+            arrow(ax, (x0 - 2.3 + 1.05, 0.1), (x0 - 1.05, 0.1))
+    ax.text(2.3 * (len(columns) - 1) / 2, -0.75 * tallest - 0.05, f"{op_name}: {len(calls)} calls, left to right "
+            "in time · blue: its fake kernel · yellow: its kernel", ha="center", fontsize=FONT, color=PALETTE["edge"])
+    ax.set_xlim(-1.2, 2.3 * max(len(columns) - 1, 0) + 1.2)
+    ax.set_ylim(-0.75 * tallest - 0.35, 0.95)
+    return fig
+
+
+# --- 06: what Dynamo captures of a data-dependent op, and where it breaks the graph -------------------------
+
+
+def _short_target(node) -> str:
+    target = str(node.target)
+    if target.startswith("<built-in function "):
+        return target[len("<built-in function "):-1]
+    return target.replace(".default", "").replace("aten.", "")
+
+
+def graph_breaks(runs: dict, highlight: str):
+    """One row per ``{label: torch._dynamo.explain(fn)(...)}``: the graphs Dynamo made, left to right, each with its
+    calls (functions, methods, modules; a graph holding ``highlight``, an op's qualified name or a namespace
+    ``"ns::"``, in yellow), and a red box for each graph break, with the operator its reason names."""
+    import re
+
+    dotted = highlight.replace("::", ".")
+    rows = []
+    for label, out in runs.items():
+        items, breaks = [], [str(r.reason) for r in out.break_reasons]
+        for g, gm in enumerate(out.graphs):
+            nodes = [n for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module")]
+            holds = any(str(n.target).startswith(dotted) for n in nodes)
+            items.append(("op" if holds else "plain", [f"graph {g + 1}"] + [_short_target(n) for n in nodes]))
+            if g < len(breaks):
+                named = re.search(r"`([\w.]+)`", breaks[g])
+                what = named.group(1).replace(".default", "") if named else "an operator"
+                items.append(("write", ["graph break", what, "runs eagerly"]))
+        rows.append((label, items))
+    line, step = 0.26, 2.9
+    heights = [max((len(text) for _, text in items), default=1) * line + 0.5 for _, items in rows]
+    widest = max((len(items) for _, items in rows), default=1)
+    fig, ax = figure(3.2 + 2.3 * widest, 0.75 * sum(heights) + 0.3)
+    y = 0.0
+    for (label, items), height in zip(rows, heights):
+        y -= height / 2
+        ax.text(-0.2, y, label.replace(", ", "\n", 1), ha="right", va="center", fontsize=FONT, weight="bold")
+        for i, (kind, text) in enumerate(items):
+            box(ax, 1.3 + i * step, y, "\n".join(text), kind, width=2.6, height=len(text) * line + 0.15)
+            if i:
+                arrow(ax, (1.3 + (i - 1) * step + 1.32, y), (1.3 + i * step - 1.32, y))
+        y -= height / 2
+    ax.set_xlim(-3.6, step * widest)
+    ax.set_ylim(y, 0.05)
+    return fig

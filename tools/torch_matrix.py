@@ -131,6 +131,32 @@ What notebook 11's check cells assert per release:
   ordered effect in `with_effects`, with a `TOKEN` input and output; `torch.export.load` of a saved program
   raises (`We ran into an error when deserializing the saved file`) until its custom ops are registered; a
   package loaded before its op's signature changed crashed the process at its next call (signal 11).
+
+## Notebook 01: what each stage hands an op, and the fake-tensor fallback
+
+Checked by notebook 01's check cells under `pytest --nbval-lax` on 2.11.0, 2.15.0 and the Colab stack, and
+strict nbval on 2.13.0 (2026-12-03): no release differs.
+
+- One Inductor compile of `peek(x) + 1` calls the op's fake kernel 5 times, always with fake tensors: Dynamo
+  once, AOTAutograd twice, Inductor twice (`labkit.stages.calling_stage` reads the stage from the call stack);
+  the kernel itself runs only on real data, eagerly and compiled.
+- A `custom_op` without a fake kernel never has its body run while tracing: compiling stops with "There was no
+  fake impl registered". An op defined with `torch.library.Library` (`define` + `impl`, no fake kernel) in a
+  namespace on fake tensors' fallback list (on 2.13.0: `aten`, `debugprims`, `prims`, `quantized`,
+  `torchaudio`, `torchtext`, `vision`, `xla`) has its *real* kernel run while tracing, on zero-filled inputs
+  (3 calls under `aot_eager`). Off the list (`nb01lib`), `fullgraph=False` breaks the graph at it (the kernel
+  runs eagerly, on real data) and `fullgraph=True` refuses to compile.
+
+## Notebook 06: where a data-dependent op breaks the graph
+
+Checked the same way, on the same releases: no release differs.
+
+- An op whose fake kernel calls `torch.library.get_ctx().new_dynamic_size()`, returning a tensor
+  (`positives`) or an `int` (`count_positives`): with default settings and `fullgraph=False`, one graph break
+  at the op (`torch._dynamo.explain`: "output shape depends on input Tensor data"), and its kernel runs
+  eagerly. `torch._dynamo.config.capture_dynamic_output_shape_ops=True` captures both in one graph (with an
+  `_assert_scalar` on the size); `capture_scalar_outputs=True` alone does **not** capture the `-> int` op;
+  `fullgraph=True` captures it.
 """
 
 # Run by the row's own Python: each behaviour a lesson depends on, as torch shows it there.
