@@ -666,7 +666,3 @@ def fake_fallback_namespaces() -> tuple[str, ...]:
 
     return tuple(sorted(getattr(FakeTensorMode, "_can_run_unsafe_fallback_allowed_namespaces", ())))
 
-
-def destroy_library(lib) -> None:
-    """Remove every registration a ``torch.library.Library`` made (so its names can be defined again)."""
-    lib._destroy()
