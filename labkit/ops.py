@@ -543,7 +543,6 @@ def torch_source(spec: OpSpec, name: str | None = None) -> str:
 
 # --- 01: an op defined the low-level way, with torch.library.Library and no fake kernel ---------------------
 
-_LIBRARIES: dict[str, torch.library.Library] = {}
 
 
 def library_op(qualname: str, kernel, schema: str = "(Tensor x) -> Tensor"):
