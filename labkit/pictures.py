@@ -152,3 +152,43 @@ def inductor_steps(codes: dict):
     ax.set_xlim(-2.4, step * widest + 0.1)
     ax.set_ylim(-0.95 * len(rows) - (0.1 if widest > 2 else 0.5), 0.6)
     return fig
+
+
+# --- 05: what keeps each node alive through dead-code elimination ------------------------------------------
+
+
+def _why_alive(node) -> str:
+    """One word for why dead-code elimination left ``node``: it is impure, the graph returns it, or what uses it."""
+    if node.is_impure():
+        return "impure"
+    users = [u for u in node.users if u.op != "output"]
+    if len(users) < len(node.users):
+        return "returned"
+    return "used by " + users[0].name if users else "unused"
+
+
+KEPT_KINDS = {"impure": "write", "returned": "output"}   # red edge; green; anything used by another node: grey-white
+
+
+def what_keeps_alive(runs: dict):
+    """One row per program (``{label: labkit.logs.DeadCodeRun}``): each call left in its first forward graph,
+    with why dead-code elimination kept it (red edge: impure; else returned, or used by which node), then the
+    nodes it erased, grey."""
+    rows = {label: ([n for n in run.graphs[0].graph.nodes if n.op == "call_function"], run.erased)
+            for label, run in runs.items()}
+    widest, step = max((len(kept) + len(erased) for kept, erased in rows.values()), default=1), 2.45
+    fig, ax = figure(2.8 + step * widest, 0.8 * len(rows) + 0.9)
+    for r, (label, (kept, erased)) in enumerate(rows.items()):
+        y = -r * 0.8
+        ax.text(-0.3, y, label, ha="right", va="center", fontsize=FONT, weight="bold")
+        for i, node in enumerate(kept):
+            why = _why_alive(node)
+            box(ax, 1.1 + i * step, y, f"{node.name}\n{why}", KEPT_KINDS.get(why, "plain"), width=2.3, height=0.62)
+        for j, name in enumerate(erased):
+            box(ax, 1.1 + (len(kept) + j) * step, y, f"{name}\nerased", "removed", width=2.3, height=0.62)
+    ax.text(-0.1, -0.8 * len(rows) + 0.2, "red edge: impure, kept for itself · green: the graph returns it · "
+            "white: another node uses it · grey: erased by dead-code elimination", va="top", fontsize=FONT - 1,
+            color=PALETTE["edge"])
+    ax.set_xlim(-3.3, step * widest + 0.2)
+    ax.set_ylim(-0.8 * len(rows) - 0.2, 0.6)
+    return fig
