@@ -172,11 +172,11 @@ KEPT_KINDS = {"impure": "write", "returned": "output"}   # red edge; green; anyt
 
 def what_keeps_alive(runs: dict):
     """One row per program (``{label: labkit.logs.DeadCodeRun}``): each call left in its first forward graph,
-    with why dead-code elimination kept it (red edge: impure; else returned, or used by which node), then the
-    nodes it erased, grey."""
+    with why dead-code elimination kept it (red edge: impure; else returned, or used by which node), then one grey
+    box naming the nodes it erased."""
     rows = {label: ([n for n in run.graphs[0].graph.nodes if n.op == "call_function"], run.erased)
             for label, run in runs.items()}
-    widest, step = max((len(kept) + len(erased) for kept, erased in rows.values()), default=1), 2.45
+    widest, step = max((len(kept) + bool(erased) for kept, erased in rows.values()), default=1), 2.45
     fig, ax = figure(2.8 + step * widest, 0.8 * len(rows) + 0.9)
     for r, (label, (kept, erased)) in enumerate(rows.items()):
         y = -r * 0.8
@@ -184,8 +184,10 @@ def what_keeps_alive(runs: dict):
         for i, node in enumerate(kept):
             why = _why_alive(node)
             box(ax, 1.1 + i * step, y, f"{node.name}\n{why}", KEPT_KINDS.get(why, "plain"), width=2.3, height=0.62)
-        for j, name in enumerate(erased):
-            box(ax, 1.1 + (len(kept) + j) * step, y, f"{name}\nerased", "removed", width=2.3, height=0.62)
+        if erased:   # one grey box for all the erased nodes, three names a line
+            lines = [", ".join(erased[i:i + 3]) for i in range(0, len(erased), 3)]
+            box(ax, 1.1 + len(kept) * step, y, "erased:\n" + "\n".join(lines), "removed", width=2.3,
+                height=max(0.62, 0.2 * len(lines) + 0.4))
     ax.text(-0.1, -0.8 * len(rows) + 0.2, "red edge: impure, kept for itself · green: the graph returns it · "
             "white: another node uses it · grey: erased by dead-code elimination", va="top", fontsize=FONT - 1,
             color=PALETTE["edge"])
