@@ -666,3 +666,34 @@ def fake_fallback_namespaces() -> tuple[str, ...]:
 
     return tuple(sorted(getattr(FakeTensorMode, "_can_run_unsafe_fallback_allowed_namespaces", ())))
 
+
+# --- 05: the graphs dead-code elimination sees ------------------------------------------------------
+
+
+def aot_forward_as_inductor_gets_it(on_forward: Callable[[torch.fx.GraphModule], None]) -> Callable:
+    """An AOTAutograd backend that hands ``on_forward`` each forward graph and then runs it as is.
+
+    Like Inductor, it asks AOTAutograd for ``keep_inference_input_mutations=True``: a write back into a
+    mutated input stays in the graph as a ``copy_`` node (instead of being done outside the graph).
+    """
+    from torch._dynamo.backends.common import aot_autograd
+
+    def keep(gm, example_inputs):
+        on_forward(gm)
+        return gm
+
+    return aot_autograd(fw_compiler=keep, keep_inference_input_mutations=True)
+
+
+def inductor_keeps_input_mutations() -> bool:
+    """Whether Inductor's compile asks AOTAutograd for ``keep_inference_input_mutations=True`` (read in its code)."""
+    import inspect
+
+    import torch._inductor.compile_fx
+
+    return "keep_inference_input_mutations=True" in inspect.getsource(torch._inductor.compile_fx)
+
+
+def current_overload_of(opdef) -> torch._ops.OpOverload | None:
+    """The default overload ``torch.ops`` hands out for a ``CustomOpDef`` now (after a re-declaration, a new one)."""
+    return find_overload(opdef._qualname)

@@ -125,3 +125,57 @@ def _promise_problems(torch, promised, real, inputs) -> list[str]:
     if not found and promised.stride() != real.stride():
         found.append(f"it promised strides {promised.stride()}, the kernel returned {real.stride()}")
     return found
+
+
+# --- 05: a whole number, and several predictions checked at once ------------------------------------
+
+
+NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+
+
+def whole_number(answer: Any) -> int | None:
+    """``answer`` as an int when it is a whole number (``2``, ``2.0``, ``"2"``, ``"two"``), else None. Silent."""
+    if isinstance(answer, bool):
+        return None
+    if isinstance(answer, str):
+        answer = answer.strip().strip(".!").lower()
+        if answer in NUMBER_WORDS:
+            return NUMBER_WORDS.index(answer)
+        return int(answer) if re.fullmatch(r"[+-]?\d+", answer) else None
+    if isinstance(answer, int):
+        return answer
+    if isinstance(answer, float) and answer.is_integer():
+        return int(answer)
+    return None
+
+
+def wrong_keys(predictions: dict, truth: dict, allowed) -> list[str] | None:
+    """The keys whose prediction differs from ``truth``, sorted; None when an answer is not one of the allowed
+    words (``allowed`` as for :func:`choice`) or a key is missing. Silent: a solution cell can assert on it."""
+    spellings = allowed if isinstance(allowed, dict) else {word: [] for word in allowed}
+    meant = {}
+    for key in truth:
+        wanted = _normal(predictions.get(key)) if isinstance(predictions.get(key), str) else None
+        meant[key] = next((word for word, others in spellings.items()
+                           if wanted in {_normal(w) for w in (word, *others)}), None)
+    if None in meant.values():
+        return None
+    return sorted(key for key in truth if meant[key] != truth[key])
+
+
+def check_each(predictions: dict, truth: dict, allowed, hint: str) -> bool:
+    """Check a dict of predictions, each one of the ``allowed`` words (any spelling :func:`choice` accepts):
+    one sentence listing the allowed words for an answer that is none of them, else ✔ or which keys to revisit."""
+    for key in truth:
+        if choice(predictions.get(key), allowed, name=f"the answer for {key!r}") is None:
+            return False
+    wrong = wrong_keys(predictions, truth, allowed)
+    return check(not wrong, f"all {len(truth)} right.", f"look again at {', '.join(wrong or [])}: {hint}")
+
+
+def check_number(answer: Any, truth: int, success: str, hint: str) -> bool:
+    """Check a whole-number answer: one sentence asking for a whole number when ``answer`` is none, else ✔ or ✘."""
+    if whole_number(answer) is None:
+        print(f"✘ the answer is {brief(answer)}: answer a whole number, such as 1 or 5.")
+        return False
+    return check(whole_number(answer) == truth, success, hint)

@@ -201,3 +201,66 @@ def torch_trace_report(program: str):
     subprocess.run([find(), str(log), "-o", str(work / "report"), "--no-browser", "--overwrite"], check=True,
                    capture_output=True)
     return work / "report"
+
+
+# --- 05: what dead-code elimination erased, and what it kept ----------------------------------------
+
+
+class DeadCodeRun:
+    """One compile of a program through AOTAutograd: its forward ``graphs`` (``torch.fx.GraphModule``) and the
+    names of the nodes torch's dead-code elimination ``erased``, sorted, as its own log says."""
+
+    def __init__(self, graphs: list, erased: list[str]):
+        self.graphs, self.erased = graphs, erased
+
+    @property
+    def nodes(self) -> dict[str, bool]:
+        """Each call left in the first forward graph, with ``node.is_impure()``: ``{name: impure}``."""
+        return {n.name: n.is_impure() for n in self.graphs[0].graph.nodes if n.op == "call_function"}
+
+    @property
+    def outputs(self) -> list[str]:
+        """The names of what the first forward graph returns."""
+        return [str(a) for a in self.graphs[0].graph.output_node().args[0]]
+
+    def targets(self, impure_only: bool = False) -> list[str]:
+        """What every call left in the forward graphs calls (``nb05.positives.default``, ``aten.add.Tensor``)."""
+        return [str(n.target) for g in self.graphs for n in g.graph.nodes
+                if n.op == "call_function" and (n.is_impure() or not impure_only)]
+
+
+def dead_code_run(fn, *args, fullgraph: bool = True) -> DeadCodeRun:
+    """Compile ``fn`` through AOTAutograd as Inductor gets it and call it once on ``args``.
+
+    Returns the forward graphs AOTAutograd produced (each pass of dead-code elimination has run on them) and the
+    nodes those passes erased, read from torch's own log: ``TORCH_LOGS="+torch.fx.graph"``, where each pass logs
+    "The following nodes were dead code eliminated". The compiler is reset first, and the AOTAutograd cache is off
+    for the call, so the graphs are this call's own.
+    """
+    import re
+
+    refuse_if_compiler_unavailable()
+    graphs: list = []
+    backend = internals.aot_forward_as_inductor_gets_it(graphs.append)
+    torch.compiler.reset()
+    with internals.config_patches(functorch__enable_autograd_cache=False), \
+            torch_logs(modules={"torch.fx.graph": logging.INFO}) as log:
+        torch.compile(fn, backend=backend, fullgraph=fullgraph)(*args)
+    erased = {name for line in log.getvalue().splitlines() if "dead code eliminated" in line
+              for name in re.findall(r"'(\w+)'", line)}
+    return DeadCodeRun(graphs, sorted(erased))
+
+
+def dynamo_graph_calls(fn, *args, **compile_options) -> list[list[str]]:
+    """Compile ``fn`` with ``compile_options`` and call it once; for each graph Dynamo hands the backend, what its
+    calls call (``nb05.positives.default``, ``aten._assert_scalar.default``, ...). The compiler is reset first."""
+    refuse_if_compiler_unavailable()
+    graphs: list[list[str]] = []
+
+    def recording(gm, example_inputs):
+        graphs.append([str(n.target) for n in gm.graph.nodes if n.op in ("call_function", "call_method")])
+        return gm.forward
+
+    torch.compiler.reset()
+    torch.compile(fn, backend=recording, **compile_options)(*args)
+    return graphs

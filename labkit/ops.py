@@ -563,3 +563,30 @@ def library_op(qualname: str, kernel, schema: str = "(Tensor x) -> Tensor"):
     lib.impl(name, kernel, "CPU")
     _LIBRARIES[qualname] = lib
     return getattr(getattr(torch.ops, namespace), name)
+
+
+# --- 05: side effects for an op written with @torch.library.custom_op -------------------------------
+
+
+def register_ordered_effect(opdef) -> None:
+    """Declare that ``opdef`` (a ``@torch.library.custom_op``) has an ordered external effect: the compiler wraps
+    each call in a ``with_effects`` node that threads a token, so dead-code elimination keeps it.
+
+    On torch 2.13 this is ``opdef.register_effect(EffectType.ORDERED)``, ``EffectType`` from the private
+    ``torch._library.effects``; older releases spell it ``torch.library._register_effectful_op``.
+    """
+    internals.register_ordered_effect(opdef)
+
+
+def mark_side_effect(opdef) -> None:
+    """Mark ``opdef``'s default overload with ``torch.fx.node.has_side_effect`` (experimental): its graph node is
+    then impure, and dead-code elimination keeps it.
+
+    ``has_side_effect`` marks one overload *object*. When a re-run replaces the op, ``torch.ops`` drops its cached
+    overload once the old op is garbage-collected and hands out a new, unmarked one: so collect first, then mark
+    the overload ``torch.ops`` gives now.
+    """
+    import gc
+
+    gc.collect()
+    internals.mark_side_effect(internals.current_overload_of(opdef))

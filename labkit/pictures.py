@@ -421,3 +421,49 @@ def graph_breaks(runs: dict, highlight: str):
     ax.set_xlim(-3.6, step * widest)
     ax.set_ylim(y, 0.05)
     return fig
+
+
+# --- 05: what keeps each node alive through dead-code elimination ------------------------------------------
+
+
+def _why_alive(node) -> str:
+    """One word for why dead-code elimination left ``node``: it is impure, the graph returns it, or what uses it."""
+    if node.is_impure():
+        return "impure"
+    users = [u for u in node.users if u.op != "output"]
+    if len(users) < len(node.users):
+        return "returned"
+    return "used by " + users[0].name if users else "unused"
+
+
+KEPT_KINDS = {"impure": "write", "returned": "output"}   # red edge; green; anything used by another node: grey-white
+
+
+def what_keeps_alive(runs: dict):
+    """One row per program (``{label: labkit.logs.DeadCodeRun}``): each call left in its first forward graph,
+    with why dead-code elimination kept it (red edge: impure; else returned, or used by which node), then one grey
+    box naming the nodes it erased."""
+    PITCH = 0.95   # noqa: N806 - the row pitch: room for a two-line box of erased names
+    rows = {label: ([n for n in run.graphs[0].graph.nodes if n.op == "call_function"], run.erased)
+            for label, run in runs.items()}
+    widest, step = max((len(kept) + bool(erased) for kept, erased in rows.values()), default=1), 2.6
+    fig, ax = figure(2.8 + step * widest, PITCH * len(rows) + 0.9)
+    for r, (label, (kept, erased)) in enumerate(rows.items()):
+        y = -r * PITCH
+        ax.text(-0.3, y, label, ha="right", va="center", fontsize=FONT, weight="bold")
+        for i, node in enumerate(kept):
+            why = _why_alive(node)
+            box(ax, 1.1 + i * step, y, f"{node.name}\n{why}", KEPT_KINDS.get(why, "plain"), width=2.5, height=0.62)
+        if erased:   # one grey box for all the erased nodes, as many names a line as fit
+            lines = [""]
+            for name in erased:
+                lines[-1:] = [lines[-1] + ", " + name] if lines[-1] and len(lines[-1] + name) < 26 else \
+                    [lines[-1], name] if lines[-1] else [name]
+            box(ax, 1.1 + len(kept) * step, y, "erased:\n" + "\n".join(lines), "removed", width=2.5,
+                height=max(0.62, 0.2 * len(lines) + 0.4))
+    ax.text(-0.1, -PITCH * len(rows) + 0.2, "red edge: impure, kept for itself · green: the graph returns it · "
+            "white: another node uses it · grey: erased by dead-code elimination", va="top", fontsize=FONT - 1,
+            color=PALETTE["edge"])
+    ax.set_xlim(-3.3, step * widest + 0.2)
+    ax.set_ylim(-PITCH * len(rows) - 0.2, 0.6)
+    return fig

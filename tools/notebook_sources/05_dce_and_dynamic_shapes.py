@@ -1,21 +1,19 @@
 # %% [markdown]
 # # 05 · Dead-code elimination and dynamic shapes
 #
+# Your op logs a metric and returns nothing. You compile the model, and the log goes quiet: the compiler decided
+# the call was dead code. Another op, unused too, keeps running. This notebook shows why, node by node.
+#
 # **What you will learn**
-# - *where* `torch.compile` removes unused ops, and *how*: `node.is_impure()`, asked of each **graph node**;
-# - what keeps an op alive (a `copy_` into an input, an effect token, `has_side_effect`) and what does not;
+# - *where* `torch.compile` removes unused ops, and the question it asks of each **graph node**;
+# - what keeps an op alive (a write into an input, an effect, `has_side_effect`) and what does not;
 # - static vs dynamic shapes, and when torch recompiles;
-# - one case where a custom op **does** run eagerly (a data-dependent output size under `fullgraph=False`), and
-#   why such an op, unused, is **kept** under `fullgraph=True`;
-# - torch's own tools for it: `set_logs`/`TORCH_LOGS` and `torch._dynamo.explain`.
+# - why an unused op with a data-dependent output size runs eagerly under `fullgraph=False` and is **kept** under
+#   `fullgraph=True`;
+# - torch's own tools for it: `TORCH_LOGS` and `torch._dynamo.explain`.
 #
-# **Time:** about 30 minutes. **Before:** 00–02. Runs on the CPU, and on the GPU when one is present. Outputs
-# recorded on torch 2.13.0 (CPU); without a GPU, section 4's GPU cell shows what it printed on one, labelled.
-#
-# **labkit vs plain torch.** `labkit.compile_and_compare` runs a function eagerly and compiled (default
-# `backend="aot_eager"`, `dynamic=False`, `fullgraph=False`, caches bypassed) and counts real kernel calls. Where a
-# lesson is about torch, the notebook writes the op with `@torch.library.custom_op` and compiles with plain
-# `torch.compile` next to it.
+# **Time:** about 30 minutes. **Before:** 00–02. Runs on the CPU; outputs recorded on torch 2.13 (CPU). Without
+# a GPU, section 4's GPU cell shows what it printed on one, labelled. Other releases: `docs/torch-versions.md`.
 
 # %% tags=["nbval-ignore-output"]
 import torch
@@ -31,50 +29,40 @@ result_unused = labkit.experiments.discards_result   # f(x): op(x); return x + 1
 # ## 1. Where ops get removed
 #
 # An op whose result nobody uses is *dead code*. Follow one through the stages with each backend
-# (`labkit.declare` is labkit's shorthand for a `@torch.library.custom_op` with a fake kernel; section 2 writes
-# them in plain torch):
+# (`labkit.declare` writes a `@torch.library.custom_op` with a fake kernel; `compile_and_compare` runs it eagerly
+# and compiled and counts real kernel calls):
 
 # %%
 pure = labkit.declare(name="nb05::pure", returns="fresh")
 reports = {backend: labkit.compile_and_compare(result_unused(pure), torch.ones(4, device=device), backend=backend)
            for backend in ("eager", "aot_eager", "inductor")}
 fates = {backend: report.fate("nb05::pure") for backend, report in reports.items()}
-for backend, fate in fates.items():
-    print(f"{backend:<10} {fate}")
+print(*(f"{backend:<10} {fate}" for backend, fate in fates.items()), sep="\n")
 
-# %%
+# %% tags=["check"]
+#@title Check: Dynamo keeps the call; AOTAutograd removes it before Inductor sees it
 assert fates["eager"] == {"dynamo": True, "aot": None, "inductor": None, "ran": True}, \
     "eager: Dynamo keeps every call, and the op runs"
 assert fates["aot_eager"]["aot"] is False, "aot_eager: AOTAutograd removes the op"
 assert fates["aot_eager"]["ran"] is False, "aot_eager: the op's kernel does not run"
 assert fates["inductor"]["inductor"] is False, "inductor: the op is not in Inductor's graph"
 assert fates["inductor"]["ran"] is False, "inductor: the op's kernel does not run"
-
-# %% [markdown]
-# In each fate, `True` means the op is present at that stage, `False` that it is gone, and `None` that the backend
-# does not have that stage (`labkit.draw_fate(report, "nb05::pure")` draws it, as in notebook 00).
-#
-# - **Dynamo** records every call: with `backend="eager"` (Dynamo only) the op runs.
-# - **AOTAutograd** runs dead-code elimination on its graph: the op is gone before Inductor sees it.
-# - **Inductor** has dead-code passes of its own (an FX pass behind `torch._inductor.config.dce`, off by default;
-#   one in its scheduler behind `use_dce`, on), but in this notebook AOTAutograd always removes the dead node first.
-
-# %%
 import torch._inductor.config as inductor_config
-print("inductor config: dce =", inductor_config.dce, "| use_dce =", inductor_config.use_dce)
 assert inductor_config.dce is False, "Inductor's FX dead-code pass is off by default"
 assert inductor_config.use_dce is True, "Inductor's scheduler dead-code pass is on by default"
 
 # %% [markdown]
+# `True`: present at that stage; `False`: gone; `None`: no such stage. **Dynamo** records every call.
+# **AOTAutograd** runs dead-code elimination (DCE) on its graph, so the op is gone before **Inductor** sees it.
+# (Inductor's own passes — `torch._inductor.config.dce`, off by default, and `use_dce`, on — come too late here.)
+#
 # ## 2. The question torch asks — of each graph node
 #
-# torch's dead-code elimination is `torch.fx.Graph.eliminate_dead_code`: it walks the graph backwards and erases
-# every node that has no users, unless `node.is_impure()` says the node must stay. The question is asked of a
-# **graph node**, and after AOTAutograd has functionalized the program your op is not always its own node: a
-# mutating op becomes an `auto_functionalized_v2` node, an effectful op a `with_effects` node.
+# DCE walks the graph backwards and erases every node that has **no user**, unless the node is **impure**
+# (`node.is_impure()`). The question is asked of a *graph node*, and after AOTAutograd your op is not always its
+# own node: a mutating op becomes an `auto_functionalized_v2` node, an effectful op a `with_effects` node.
 #
-# Four ops in plain torch, each with a kernel that counts its calls. First, one that mutates its input and one
-# that draws random numbers:
+# Four ops in plain torch, each counting its calls in `ran`. One writes into its input, one draws random numbers:
 
 # %%
 # GPU setup: ran and count
@@ -83,8 +71,6 @@ def count(name):
     ran[name] = ran.get(name, 0) + 1
 
 # %%
-from torch._library.effects import EffectType   # a private module: see "effects" below
-
 @torch.library.custom_op("nb05::bump_", mutates_args=("x",))
 def bump_(x: torch.Tensor) -> None:
     count("bump_")
@@ -100,31 +86,37 @@ def noise(x: torch.Tensor) -> torch.Tensor:
 _ = noise.register_fake(lambda x: torch.empty_like(x))
 
 # %% [markdown]
-# Two more, whose only job is a side effect: one registers an *effect*, the other is marked with `has_side_effect`:
+# Two more whose only job is a side effect: one registers an ordered *effect*, the other is marked with
+# `torch.fx.node.has_side_effect`. Both are private or experimental APIs on torch 2.13 (the check says how), so
+# labkit makes the two calls:
 
 # %%
-import gc
-
 @torch.library.custom_op("nb05::log_stats", mutates_args=())
 def log_stats(x: torch.Tensor) -> None:
     count("log_stats")          # imagine: writes x.mean() to a log file
 
 log_stats.register_fake(lambda x: None)
-log_stats.register_effect(EffectType.ORDERED)     # CustomOpDef.register_effect: no docstring in 2.13
+labkit.ops.register_ordered_effect(log_stats)     # log_stats.register_effect(EffectType.ORDERED)
 
 @torch.library.custom_op("nb05::legacy_log", mutates_args=())
 def legacy_log(x: torch.Tensor) -> None:
     count("legacy_log")
 
 legacy_log.register_fake(lambda x: None)
-# has_side_effect marks one OpOverload object; when a re-run's replaced op is collected, torch.ops drops its
-# cached overload and hands out a new, unmarked one: so collect first, then mark the one torch.ops gives now.
-gc.collect()
-_ = torch.fx.node.has_side_effect(torch.ops.nb05.legacy_log.default)   # experimental, see below
+labkit.ops.mark_side_effect(legacy_log)           # has_side_effect(torch.ops.nb05.legacy_log.default)
+
+# %% tags=["check"]
+#@title Check: effects and has_side_effect are private or experimental APIs
+assert "please do not add to this set" in torch.fx.node.has_side_effect.__doc__, \
+    "has_side_effect's docstring asks new operators not to use it"
+assert "experimental and is *NOT* backward-compatible" in torch.fx.node.has_side_effect.__doc__, \
+    "has_side_effect's docstring calls it experimental"
+assert torch._library.custom_ops.CustomOpDef.register_effect.__doc__ is None, "register_effect has no docstring"
+assert hasattr(torch.library, "_register_effectful_op"), "the function form is torch.library._register_effectful_op"
+assert not hasattr(torch.library, "register_effectful_op"), "the function form has no public name"
 
 # %% [markdown]
-# And five programs that throw every result away. Each returns `y + 1`, so nothing the program returns reads what
-# the op did:
+# Five programs that throw every result away; each returns `y + 1`:
 
 # %%
 def mutates_an_input(x, y):
@@ -149,57 +141,28 @@ def has_side_effect_registered(x, y):
     return y + 1
 
 # %% [markdown]
-# A ten-line backend shows what AOTAutograd hands to the compiler, and torch's own log says which nodes its
-# dead-code elimination erased (`torch._logging.set_logs(modules={"torch.fx.graph": logging.INFO})` — the same as
-# `TORCH_LOGS="+torch.fx.graph"`; the helper captures that log so the notebook can read it).
-# `keep_inference_input_mutations=True` is what Inductor asks for: the write back into a mutated input stays in the
-# graph as a `copy_`.
+# `labkit.logs.dead_code_run` compiles a program through AOTAutograd as Inductor gets it (the write back into a
+# mutated input stays in the graph as a `copy_`), calls it once, and returns the forward graph and the nodes DCE
+# erased — read from torch's own log, `TORCH_LOGS="+torch.fx.graph"`. The picture shows, per program, each node
+# left and why it stayed:
 
 # %%
-import logging
-import re
-from torch._dynamo.backends.common import aot_autograd
-
-def aot_graph(fn, *args, fullgraph=True):
-    """Compile fn with an AOTAutograd backend; return its forward graphs, the names of the nodes DCE erased (every
-    DCE pass of the compile, sorted), and the kernel calls."""
-    graphs = []
-    def keep(gm, example_inputs):
-        graphs.append(gm)
-        return gm
-    backend = aot_autograd(fw_compiler=keep, keep_inference_input_mutations=True)
-    torch.compiler.reset()
-    ran.clear()
-    with torch._functorch.config.patch(enable_autograd_cache=False), \
-            labkit.torch_logs(modules={"torch.fx.graph": logging.INFO}) as log:   # set_logs, its stderr caught
-        torch.compile(fn, backend=backend, fullgraph=fullgraph)(*args)
-    erased = {name for line in log.getvalue().splitlines() if "dead code eliminated" in line
-              for name in re.findall(r"'(\w+)'", line)}
-    return graphs, sorted(erased), dict(ran)
-
-# %% [markdown]
-# Each program through that backend: did the kernel run, which nodes did DCE erase, and what does `is_impure()` say
-# of each node left in the graph?
-
-# %%
-import inspect
-assert "keep_inference_input_mutations=True" in inspect.getsource(torch._inductor.compile_fx), \
-    "Inductor compiles with keep_inference_input_mutations=True"
-
 PROGRAMS = [mutates_an_input, mutates_a_dead_temporary, random_result_unused, effect_registered,
             has_side_effect_registered]
-seen = {}
+runs, kernel_ran = {}, {}
 for program in PROGRAMS:
-    fw_graphs, erased, calls = aot_graph(program, torch.zeros(3), torch.zeros(3))
-    nodes = [node for node in fw_graphs[0].graph.nodes if node.op == "call_function"]
-    seen[program.__name__] = dict(
-        kernel_ran=bool(calls), erased=erased,
-        nodes={node.name: node.is_impure() for node in nodes},
-        outputs=[str(a) for a in fw_graphs[0].graph.output_node().args[0]])
-    print(f"{program.__name__:<27} kernel ran: {str(bool(calls)):<5}  DCE erased: {erased or '-'}")
-    print(f"{'':<27} left in the graph (node: is_impure): {seen[program.__name__]['nodes']}")
+    ran.clear()
+    runs[program.__name__] = labkit.logs.dead_code_run(program, torch.zeros(3), torch.zeros(3))
+    kernel_ran[program.__name__] = bool(ran)
+print("kernel ran:", kernel_ran)
+labkit.pictures.what_keeps_alive(runs)
 
-# %%
+# %% tags=["check"]
+#@title Check: the copy_ into x, the effect's token and has_side_effect keep their op; the rest is erased
+from labkit import _torch_internals
+assert _torch_internals.inductor_keeps_input_mutations(), "Inductor compiles with keep_inference_input_mutations=True"
+seen = {name: dict(kernel_ran=kernel_ran[name], erased=r.erased, nodes=r.nodes, outputs=r.outputs)
+        for name, r in runs.items()}
 assert seen["mutates_an_input"]["kernel_ran"], "a mutated input: the kernel runs"
 assert seen["mutates_an_input"]["nodes"]["auto_functionalized_v2"] is False, \
     "a mutated input: the auto_functionalized_v2 node is not impure"
@@ -216,57 +179,43 @@ assert seen["has_side_effect_registered"]["nodes"]["legacy_log"] is True, \
     "has_side_effect: the op's own node is impure"
 
 # %% [markdown]
-# Read the table node by node:
+# Read the picture row by row:
 #
-# - **A mutated input.** The op is inside `auto_functionalized_v2`, and that node is **not** impure: torch treats
-#   it as a function from old values to new ones. What is impure is the `copy_` that writes the new value back into
-#   `x` — and it uses the node's output, so the node has a user and stays.
-# - **A dead temporary.** The same `auto_functionalized_v2` node, but nothing copies the result anywhere:
-#   no user, not impure, erased — even though the op's schema says it mutates.
-# - **A random op.** The node is the op itself. During compilation DCE counts `nondeterministic_seeded` ops as
-#   impure only when `torch._inductor.config.fallback_random` is on (it is off by default), so it is erased. The
-#   next cell turns the flag on.
-# - **An effect.** `with_effects` is not impure either; it stays because it returns a new *token* (`getitem`)
-#   that is an output of the graph, so the node has a user. (The token also comes in as an extra graph input.)
-# - **`has_side_effect`.** The op is its own node and torch lists it as side-effectful: the only case where the op's
-#   node itself answers "impure".
+# - **A mutated input.** `auto_functionalized_v2` is *not* impure: it maps old values to new ones. The `copy_`
+#   writing the new value back into `x` is impure, and uses the node's output.
+# - **A dead temporary.** The same node, but nothing copies its result: no user, erased — though the op mutates.
+# - **A random op.** During compilation DCE counts `nondeterministic_seeded` ops as impure only when
+#   `torch._inductor.config.fallback_random` is on (off by default), so it is erased. The next cell turns it on.
+# - **An effect.** `with_effects` is not impure either; it returns a new *token* that the graph returns.
+# - **`has_side_effect`.** The op is its own node, and that node answers "impure".
 
 # %%
+ran.clear()
 with inductor_config.patch(fallback_random=True):
-    fw_graphs, erased, calls = aot_graph(random_result_unused, torch.zeros(3), torch.zeros(3))
-print("fallback_random=True:", "kernel ran" if calls else "removed", "| erased:", erased or "-")
-assert calls == {"noise": 1}, "fallback_random=True: the random op's kernel runs"
-assert "noise" not in erased, "fallback_random=True: DCE does not erase the random op"
+    random_run = labkit.logs.dead_code_run(random_result_unused, torch.zeros(3), torch.zeros(3))
+print("fallback_random=True: kernel calls", ran, "| erased:", random_run.erased or "-")
+
+# %% tags=["check"]
+#@title Check: with fallback_random, the random op is kept and runs
+assert ran == {"noise": 1}, "fallback_random=True: the random op's kernel runs"
+assert "noise" not in random_run.erased, "fallback_random=True: DCE does not erase the random op"
 
 # %% [markdown]
-# ### Effects and `has_side_effect` are not stable APIs
-#
-# Both work on torch 2.13, and both may change: `CustomOpDef.register_effect` has no docstring, `EffectType` lives
-# in the private `torch._library.effects`, the function form is `torch.library._register_effectful_op`; and
-# `torch.fx.node.has_side_effect`'s docstring calls it experimental and asks new operators to use effects:
+# `has_side_effect` marks one overload *object*, not the op's name (labkit's docstring says why that matters on a
+# re-run). After a garbage collection, the op is still kept:
 
 # %%
-assert "please do not add to this set" in torch.fx.node.has_side_effect.__doc__, \
-    "has_side_effect's docstring asks new operators not to use it"
-assert "experimental and is *NOT* backward-compatible" in torch.fx.node.has_side_effect.__doc__, \
-    "has_side_effect's docstring calls it experimental"
-assert torch._library.custom_ops.CustomOpDef.register_effect.__doc__ is None, "register_effect has no docstring"
-assert hasattr(torch.library, "_register_effectful_op"), "the function form is torch.library._register_effectful_op"
-assert not hasattr(torch.library, "register_effectful_op"), "the function form has no public name"
-
-# %% [markdown]
-# `has_side_effect` marks the `OpOverload` *object* it is given, not the op's name: the cell that defines
-# `legacy_log` says why it collects garbage before it marks. After a collection, the op is still kept:
-
-# %%
+import gc
 gc.collect()
-fw_graphs, erased, calls = aot_graph(has_side_effect_registered, torch.zeros(3), torch.zeros(3))
-after_gc = {node.name: node.is_impure() for node in fw_graphs[0].graph.nodes if node.op == "call_function"}
-print("after gc.collect():", after_gc, "| kernel calls:", calls)
+after_gc = labkit.logs.dead_code_run(has_side_effect_registered, torch.zeros(3), torch.zeros(3)).nodes
+print("after gc.collect():", after_gc)
+
+# %% tags=["check"]
+#@title Check: after a collection, legacy_log's node is still impure
 assert after_gc.get("legacy_log") is True, "after gc.collect(), legacy_log's node is still impure: the op is kept"
 
 # %% [markdown]
-# A side effect inside the op's *Python body* counts for nothing: a custom op is opaque to the compiler. labkit's
+# A side effect in the op's *Python body* counts for nothing: a custom op is opaque to the compiler. labkit's
 # `-> None` op below increments a call counter — a real side effect — and is removed all the same:
 
 # %%
@@ -274,28 +223,28 @@ hidden = labkit.declare(name="nb05::hidden", returns="none")
 hidden_fate = labkit.compile_and_compare(result_unused(hidden), torch.ones(4, device=device),
                                          backend="inductor").fate("nb05::hidden")
 print(hidden_fate)
+
+# %% tags=["check"]
+#@title Check: a Python side effect does not keep the op
 assert hidden_fate["ran"] is False, "a side effect in the op's Python body does not keep the op"
 
 # %% [markdown]
 # ## 3. Static and dynamic shapes
 #
-# `torch.compile` specialises a graph to the shapes it saw, and recompiles when they change — unless it
-# compiles with *symbolic* sizes:
-#
-# - `dynamic=False` — always static: one graph per new shape (up to `recompile_limit`: notebook 07);
-# - `dynamic=True` — symbolic from the start: one graph for the sizes used here;
-# - `dynamic=None` (the default) — static first; when a size changes, recompile once with that size symbolic.
+# `torch.compile` specialises a graph to the shapes it saw, and recompiles when they change — unless it uses
+# *symbolic* sizes. `dynamic=False`: one graph per new shape; `dynamic=True`: symbolic from the start;
+# `dynamic=None` (the default): static first, then, when a size changes, one recompile with that size symbolic.
 
 # %%
 shapes = [(torch.ones(n, device=device),) for n in (4, 6, 8)]
 graphs = {mode: labkit.compile_and_compare(result_unused(pure), calls=shapes, backend="aot_eager",
                                            dynamic=mode)
           for mode in (False, True, None)}
-for mode, report in graphs.items():
-    sizes = [g.input_shapes[-1] for g in report.dynamo_graphs]
-    print(f"dynamic={str(mode):<5} graphs per call {report.graphs_per_call}  built for sizes {sizes}")
+for mode, r in graphs.items():
+    print(f"dynamic={mode!s:<5} graphs per call", r.graphs_per_call, [g.input_shapes[-1] for g in r.dynamo_graphs])
 
-# %%
+# %% tags=["check"]
+#@title Check: graphs per call under each dynamic mode; the unused op removed under all three
 assert graphs[False].graphs_per_call == [1, 1, 1], "dynamic=False: one graph per new shape"
 assert graphs[True].graphs_per_call == [1, 0, 0], "dynamic=True: one graph for the three sizes"
 assert graphs[None].graphs_per_call == [1, 1, 0], "dynamic=None: static first, then one symbolic graph"
@@ -306,16 +255,13 @@ assert not any(report.fate("nb05::pure")["ran"] for report in graphs.values()), 
     "the unused op is removed under every mode"
 
 # %% [markdown]
-# A symbolic size prints as `s` and a number, e.g. `[s77]`. The number is a name torch picks (it depends on where
-# the size came from), not a value: compare symbolic sizes by their form, never by the number. (`mark_dynamic`,
-# `mark_unbacked` and `recompile_limit` — choosing symbolic sizes per tensor, and what happens after too many
-# recompiles — are in notebook 07.)
+# A symbolic size prints as `s` and a number, e.g. `[s77]`: a name torch picks, not a value. (`mark_dynamic`,
+# `mark_unbacked`, `recompile_limit`: notebook 07.)
 #
 # ## 4. Data-dependent output sizes: when `fullgraph` changes everything
 #
-# Most fake kernels *follow the input shapes*: the output's size is a function of the inputs' sizes. Some ops
-# cannot say: `nonzero`, a filter, MoE routing — the output size depends on the **data**. Their fake kernel asks
-# torch for a fresh, unknown size with `torch.library.get_ctx().new_dynamic_size()` (an *unbacked* symbolic size):
+# Most fake kernels *follow the input shapes*. Some ops cannot: `nonzero`, a filter, MoE routing — the output size
+# depends on the **data**. Their fake kernel asks for a fresh, unknown (*unbacked*) size:
 
 # %%
 # GPU setup: positives
@@ -334,32 +280,25 @@ def sums_positives(x):
     return positives(x).sum() + x.sum()
 
 # %% [markdown]
-# `torch.compile(fullgraph=True)` also turns on `torch._dynamo.config.capture_dynamic_output_shape_ops` (the
-# `torch.compile` docstring says so; the cell checks that sentence; it came with
-# https://github.com/pytorch/pytorch/pull/163123, September 2025). Without it, Dynamo cannot put such an op in a
-# graph: it **breaks the graph** and the kernel runs eagerly. A backend that records each graph Dynamo hands it:
+# `fullgraph=True` also turns on `torch._dynamo.config.capture_dynamic_output_shape_ops` (the `torch.compile`
+# docstring says so). Without it, Dynamo cannot put such an op in a graph: it **breaks the graph** and the kernel
+# runs eagerly. `labkit.logs.dynamo_graph_calls` lists the calls in each graph Dynamo hands the backend:
 
 # %%
-def dynamo_graphs(fn, x, **compile_options):
-    graphs = []
-    def recording(gm, example_inputs):
-        graphs.append([str(node.target) for node in gm.graph.nodes if node.op in ("call_function", "call_method")])
-        return gm.forward
-    torch.compiler.reset()
-    ran.clear()
-    torch.compile(fn, backend=recording, **compile_options)(x)
-    return graphs, ran.get("positives", 0)
-
-assert "capture_dynamic_output_shape_ops" in torch.compile.__doc__, "torch.compile's docstring names the flag"
 x = torch.tensor([1.0, -2.0, 3.0, -4.0])
-capture = {"fullgraph=False": dynamo_graphs(sums_positives, x, fullgraph=False),
-           "fullgraph=True": dynamo_graphs(sums_positives, x, fullgraph=True)}
+capture = {}
+for setting, options in {"fullgraph=False": {}, "fullgraph=True": {"fullgraph": True}}.items():
+    ran.clear()
+    capture[setting] = labkit.logs.dynamo_graph_calls(sums_positives, x, **options), ran.get("positives", 0)
 with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True):
-    capture["fullgraph=False + capture flag"] = dynamo_graphs(sums_positives, x, fullgraph=False)
+    ran.clear()
+    capture["fullgraph=False + capture flag"] = labkit.logs.dynamo_graph_calls(sums_positives, x), ran["positives"]
 for setting, (graph_list, kernel_calls) in capture.items():
     print(f"{setting:<31} kernel calls: {kernel_calls}  graphs: {graph_list}")
 
-# %%
+# %% tags=["check"]
+#@title Check: a graph break without the flag; one graph with _assert_scalar with it
+assert "capture_dynamic_output_shape_ops" in torch.compile.__doc__, "torch.compile's docstring names the flag"
 graph_list, kernel_calls = capture["fullgraph=False"]
 assert kernel_calls == 1, "fullgraph=False: the kernel runs once"
 assert not any("nb05.positives" in t for g in graph_list for t in g), "fullgraph=False: in no graph: it ran eagerly"
@@ -370,10 +309,8 @@ for setting in ("fullgraph=True", "fullgraph=False + capture flag"):
     assert "aten._assert_scalar.default" in graph_list[0], f"{setting}: the graph checks the size with _assert_scalar"
 
 # %% [markdown]
-# Captured, the op brings company: `sym_size` reads its unbacked size, and `_assert_scalar` checks at run time
-# what torch assumed about it (a size is `>= 0`). `_assert_scalar` is side-effectful — it must run to check — so
-# it is never dead code. Now throw the result away, next to a shape-following op (`nb05::double`) whose result is
-# thrown away too:
+# Captured, the op brings company: `_assert_scalar` checks at run time what torch assumed about the unbacked size
+# (`>= 0`), so it is impure. Now throw the result away, next to a shape-following op whose result is unused too:
 
 # %%
 # GPU setup: double and discards_both
@@ -391,16 +328,18 @@ def discards_both(x, y):
     return y + 1
 
 # %%
-dd = {}
+dd_runs, dd_calls = {}, {}
 for fullgraph in (True, False):
-    fw_graphs, erased, calls = aot_graph(discards_both, x, torch.zeros(2), fullgraph=fullgraph)
-    dd[fullgraph] = dict(calls=calls, erased=erased,
-                         impure=[str(n.target) for g in fw_graphs for n in g.graph.nodes if n.is_impure()],
-                         kept=[str(n.target) for g in fw_graphs for n in g.graph.nodes if n.op == "call_function"])
-    print(f"fullgraph={fullgraph!s:<5} kernel calls {calls}; double erased: {'double' in erased}\n"
-          f"{'':<16}left: {dd[fullgraph]['kept']}")
+    ran.clear()
+    dd_runs[f"fullgraph={fullgraph}"] = labkit.logs.dead_code_run(discards_both, x, torch.zeros(2), fullgraph=fullgraph)
+    dd_calls[fullgraph] = dict(ran)
+    print(f"fullgraph={fullgraph!s:<5} kernel calls {dict(ran)}")
+labkit.pictures.what_keeps_alive(dd_runs)
 
-# %%
+# %% tags=["check"]
+#@title Check: under fullgraph=True the unused positives is kept and runs; double is removed either way
+dd = {fg: dict(calls=dd_calls[fg], erased=r.erased, impure=r.targets(impure_only=True), kept=r.targets())
+      for fg, r in zip((True, False), dd_runs.values())}
 assert dd[True]["calls"] == {"positives": 1}, "fullgraph=True: unused, yet the kernel ran compiled"
 assert "nb05.positives.default" in dd[True]["kept"], "fullgraph=True: the op is kept in the graph"
 assert "aten._assert_scalar.default" in dd[True]["impure"], "fullgraph=True: _assert_scalar is impure"
@@ -410,10 +349,8 @@ assert "nb05.positives.default" not in dd[False]["kept"], "fullgraph=False: the 
 assert "double" in dd[False]["erased"], "fullgraph=False: the shape-following op is removed"
 
 # %% [markdown]
-# The graphs above were AOTAutograd's, on the CPU. Does any of it change on a GPU, where Inductor writes Triton
-# code? The cell below counts real kernel calls for both ops on CUDA, one call under each `fullgraph` setting and
-# each `dynamic` setting. Without a GPU it shows what it printed on one (a recording, labelled as such). First,
-# does this kernel have what Inductor's GPU code needs?
+# Does any of it change on a GPU, where Inductor writes Triton code? The GPU cell counts real kernel calls for both
+# ops on CUDA under each `fullgraph` and `dynamic` setting (without a GPU, what it printed on one):
 
 # %%
 # GPU setup: 05's GPU flag
@@ -437,6 +374,10 @@ else:
             out = torch.compile(discards_both, fullgraph=fullgraph, dynamic=dynamic)(x_cuda, y_cuda)
             on_cuda[fullgraph, dynamic] = dict(ran)
             print(f"fullgraph={fullgraph!s:<5} dynamic={dynamic!s:<5} kernel calls {dict(ran)}")
+
+# %% tags=["check"]
+#@title Check (on a GPU): every setting runs positives once and removes double
+if GPU:
     assert out.device.type == "cuda", "the result is on the GPU"
     assert out.tolist() == [1.0, 1.0], "the result is right"
     assert all(kernel_calls == {"positives": 1} for kernel_calls in on_cuda.values()), \
@@ -450,42 +391,33 @@ else:
 # | `fullgraph=False` | traced, removed | graph break: **runs eagerly** |
 # | `fullgraph=True` | traced, **removed** | traced, **kept** (its size feeds `_assert_scalar`) |
 #
-# Dead-code elimination *does* depend on shapes — through the unbacked size, not through `dynamic=`: section 3's
-# shape-following op was removed under every `dynamic` mode, on three shapes (its last assert). A widely shared
-# post cites a disabled CI test, `test_custom_op_dce_dynamic_shapes_cuda`, as evidence of the opposite; we found no
-# such test in PyTorch's sources or issues. On an H200 (the recording above: torch 2.11, Inductor on CUDA), one call
-# per setting gave the same kernel counts under `dynamic=False`, `True` and `None` (a first call, so `None` compiled
-# statically; section 3 showed its symbolic recompile on the CPU).
-
-# %% [markdown]
-# Is it really `_assert_scalar` that keeps the unused `positives` alive under `fullgraph=True`? Turn the runtime
-# asserts off:
-# `torch._dynamo.config.do_not_emit_runtime_asserts = True` (`TORCH_DYNAMO_DO_NOT_EMIT_RUNTIME_ASSERTS=1` in the
-# shell) keeps what torch assumes about the size but puts no assert in the graph. Nothing reads the unused size
-# any more, and DCE removes the op like `double` — its kernel does not run:
+# DCE *does* depend on shapes — through the unbacked size, not through `dynamic=`: section 3's op was removed
+# under every `dynamic` mode, and the GPU recording shows the same kernel counts under all three.
+#
+# Is it really `_assert_scalar` that keeps the unused `positives` alive? Turn runtime asserts off with
+# `torch._dynamo.config.do_not_emit_runtime_asserts = True` (`TORCH_DYNAMO_DO_NOT_EMIT_RUNTIME_ASSERTS=1`): torch
+# keeps what it assumes about the size but puts no assert in the graph.
 
 # %%
-if torch.__version__.startswith("2.13."):
-    assert hasattr(torch._dynamo.config, "do_not_emit_runtime_asserts"), \
-        "torch 2.13 has torch._dynamo.config.do_not_emit_runtime_asserts"
-if hasattr(torch._dynamo.config, "do_not_emit_runtime_asserts"):
-    with torch._dynamo.config.patch(do_not_emit_runtime_asserts=True):
-        fw_graphs, erased, calls = aot_graph(discards_both, x, torch.zeros(2), fullgraph=True)
-    left = [str(n.target) for g in fw_graphs for n in g.graph.nodes if n.op == "call_function"]
-    print(f"no runtime asserts: kernel calls {calls}; left: {left}")
-    assert calls == {}, "no runtime asserts: the unused data-dependent op's kernel never runs"
-    assert "nb05.positives.default" not in left, "no runtime asserts: the op is not in the graph"
-    assert "positives" in erased, "no runtime asserts: DCE erased the op"
-    assert "aten._assert_scalar.default" not in left, "no runtime asserts: no _assert_scalar in the graph"
-else:
-    print("this torch has no torch._dynamo.config.do_not_emit_runtime_asserts")
+ran.clear()
+with torch._dynamo.config.patch(do_not_emit_runtime_asserts=True):
+    no_asserts = labkit.logs.dead_code_run(discards_both, x, torch.zeros(2), fullgraph=True)
+print(f"no runtime asserts: kernel calls {ran}; left: {no_asserts.targets()}")
+
+# %% tags=["check"]
+#@title Check: without runtime asserts, DCE removes the data-dependent op too
+assert hasattr(torch._dynamo.config, "do_not_emit_runtime_asserts"), \
+    "this torch has torch._dynamo.config.do_not_emit_runtime_asserts"
+assert ran == {}, "no runtime asserts: the unused data-dependent op's kernel never runs"
+assert "nb05.positives.default" not in no_asserts.targets(), "no runtime asserts: the op is not in the graph"
+assert "positives" in no_asserts.erased, "no runtime asserts: DCE erased the op"
+assert "aten._assert_scalar.default" not in no_asserts.targets(), "no runtime asserts: no _assert_scalar in the graph"
 
 # %% [markdown]
 # ## 5. The dynamic-mode widget
 #
-# Flip the dynamic mode, the op's declaration, the shape sequence and (with a GPU) the device. The view shows
-# the real kernel calls, the op's fate at each stage, the generated code, the recompile count and the sizes each
-# graph was built for. States you have seen come back instantly.
+# Flip the dynamic mode, the op's declaration, the shape sequence and (with a GPU) the device: the view shows the
+# real kernel calls, the op's fate at each stage, the recompiles and the sizes each graph was built for.
 
 # %%
 dynamic_lab = labkit.widgets.DynamicLab(namespace="nb05w")
@@ -494,16 +426,18 @@ dynamic_lab
 # %%
 dynamic_lab.set(dynamic="False", shapes="4 → 6 → 4")
 print(dynamic_lab.report.graphs_per_call, "recompiles:", dynamic_lab.report.recompiles)
+
+# %% tags=["check"]
+#@title Check: dynamic=False, 4 → 6 → 4 reuses the first graph for the last call
 assert dynamic_lab.report.graphs_per_call == [1, 1, 0], \
     "dynamic=False, 4 → 6 → 4: a graph for [4], one for [6], and [4] again reuses the first"
 
 # %% [markdown]
 # ## 6. In your own project
 #
-# Everything above, with torch's tools only. **What dead-code elimination erased** —
-# `TORCH_LOGS="+torch.fx.graph"`, or `set_logs(modules={"torch.fx.graph": logging.INFO})`: each pass logs "The
-# following nodes were dead code eliminated" with the node names (section 2's `aot_graph` reads exactly this).
-# **Where the graph breaks** — `torch._dynamo.explain` compiles once and reports the graphs and each break's reason:
+# **What DCE erased:** `TORCH_LOGS="+torch.fx.graph"` (or `torch._logging.set_logs(modules={"torch.fx.graph":
+# logging.INFO})`): each pass logs "The following nodes were dead code eliminated". **Where the graph breaks:**
+# `torch._dynamo.explain` compiles once and reports the graphs and each break's reason:
 
 # %%
 def prints_between(x):
@@ -515,19 +449,21 @@ torch.compiler.reset()
 explanation = torch._dynamo.explain(prints_between)(torch.ones(3))
 print(explanation.graph_count, "graphs,", explanation.graph_break_count, "break:",
       explanation.break_reasons[0].reason.splitlines()[0])
+
+# %% tags=["check"]
+#@title Check: explain reports two graphs and one break, caused by the print
 assert explanation.graph_count == 2, "explain reports two graphs"
 assert explanation.graph_break_count == 1, "explain reports one graph break"
 assert "print" in explanation.break_reasons[0].reason, "the break's reason names the print"
 
 # %% [markdown]
-# Graph-break and recompile logs (`TORCH_LOGS="graph_breaks,recompiles"`), a whole compile as a `TORCH_TRACE`
-# report read with `tlparse`, and what `opcheck` checks (and does not) for a data-dependent fake kernel are in
-# notebook 07, on section 4's op.
+# Graph-break and recompile logs, `TORCH_TRACE`/`tlparse`, and what `opcheck` checks for a data-dependent fake are
+# in notebook 07, on section 4's op.
 #
 # ## Exercise 1: count the compiles
 #
-# With `dynamic=None` and the shape sequence `4 → 6 → 4`, how many graphs does Dynamo compile in total?
-# Predict first, then run the check.
+# With `dynamic=None` and the shape sequence `4 → 6 → 4`, how many graphs does Dynamo compile in total? Answer a
+# whole number in `my_graph_count` (e.g. `1`).
 
 # %%
 my_graph_count = ...
@@ -535,22 +471,24 @@ my_graph_count = ...
 # %%
 dynamic_lab.set(dynamic="None", shapes="4 → 6 → 4")
 truth_graphs = dynamic_lab.report.graph_count
-if labkit.exercises.answered(my_graph_count):
-    labkit.exercises.check(my_graph_count == truth_graphs, f"{truth_graphs} graphs.",
-                           "The second shape triggers a dynamic recompile; does the third need another?")
+if labkit.exercises.answered(my_graph_count, "set my_graph_count in the cell above, run it, then this cell"):
+    labkit.exercises.check_number(my_graph_count, truth_graphs, f"{truth_graphs} graphs.",
+                                  "the second shape triggers a dynamic recompile; does the third need another?")
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
-# Solution: 2. A static graph for [4], then one with a symbolic size (printed as [s…]) that also covers the last [4].
+#@title Solution (open it once you have tried)
+# 2: a static graph for [4], then one with a symbolic size (printed [s…]) that also covers the last [4].
 assert truth_graphs == 2, "dynamic=None, 4 → 6 → 4: two graphs in total"
 assert dynamic_lab.report.graphs_per_call == [1, 1, 0], "the symbolic graph also covers the last [4]"
-assert truth_graphs != 3, "'one graph per shape change' (3) is rejected"
-print("solution checked")
+assert labkit.exercises.whole_number(3) != truth_graphs, "'one graph per shape change' (3) is rejected"
+assert labkit.exercises.whole_number("two") == truth_graphs, "'two' written as a word is accepted"
+assert labkit.exercises.whole_number("2 graphs") is None, "an answer that is not a number is refused, not marked wrong"
 
 # %% [markdown]
 # ## Exercise 2: predict, then run
 #
-# For each program, predict whether the kernel of the op it calls runs when the program is compiled as stated
-# (`True`/`False`). Use sections 2 and 4; the check compiles all four.
+# For each program, does the kernel of the op it calls run when compiled as stated? Answer `"runs"` or
+# `"removed"` for each key (sections 2 and 4; the check compiles all four):
 #
 # - `"a"`: `mutates_a_dead_temporary`, `fullgraph=True`
 # - `"b"`: `discards_both`'s `positives` call, `fullgraph=True`
@@ -560,45 +498,55 @@ print("solution checked")
 # %%
 my_predictions = {"a": ..., "b": ..., "c": ..., "d": ...}
 
-# %%
+# %% tags=["check"]
+#@title Check: Exercise 2's grader compiles the four programs (it holds the answers: open it afterwards)
 def what_runs():
-    _, _, a = aot_graph(mutates_a_dead_temporary, torch.zeros(3), torch.zeros(3))
-    _, _, b = aot_graph(discards_both, x, torch.zeros(2), fullgraph=True)
-    _, _, c = aot_graph(discards_both, x, torch.zeros(2), fullgraph=False)
-    with inductor_config.patch(fallback_random=True):
-        _, _, d = aot_graph(random_result_unused, torch.zeros(3), torch.zeros(3))
-    return {"a": "bump_" in a, "b": "positives" in b, "c": "positives" in c, "d": "noise" in d}
+    calls = {}
+    for key, program, args, options in (("a", mutates_a_dead_temporary, (torch.zeros(3),) * 2, {}),
+                                        ("b", discards_both, (x, torch.zeros(2)), {"fullgraph": True}),
+                                        ("c", discards_both, (x, torch.zeros(2)), {"fullgraph": False}),
+                                        ("d", random_result_unused, (torch.zeros(3),) * 2, {})):
+        ran.clear()
+        with inductor_config.patch(fallback_random=key == "d"):
+            labkit.logs.dead_code_run(program, *args, **options)
+        calls[key] = "runs" if ran else "removed"
+    return calls
 
-if all(labkit.exercises.answered(v) for v in my_predictions.values()):
-    truth = what_runs()
-    wrong = sorted(k for k in truth if my_predictions[k] != truth[k])
-    labkit.exercises.check(not wrong, "all four right.",
-                           f"look again at {', '.join(wrong)}: which graph node would DCE be asked about?")
+ANSWERS = {"runs": ["run", "ran", "kept", "true"], "removed": ["erased", "dead", "false", "eliminated"]}
+truth = what_runs()
+assert set(truth.values()) <= set(ANSWERS), "each program's kernel either runs or is removed"
+
+# %%
+if labkit.exercises.answered(my_predictions, "fill in my_predictions in the cell above, run it, then this cell"):
+    labkit.exercises.check_each(my_predictions, truth, ANSWERS,
+                               "which graph node would DCE be asked about, and does anything use it?")
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
-# Solution: a False (auto_functionalized_v2 with no copy_), b True (kept by _assert_scalar), c True (graph break:
-# eager), d True (fallback_random makes seeded ops impure).
-truth = what_runs()
-assert truth == {"a": False, "b": True, "c": True, "d": True}, \
+#@title Solution (open it once you have tried)
+# a removed (auto_functionalized_v2, and no copy_ uses it), b runs (kept by _assert_scalar), c runs (graph break:
+# eager), d runs (fallback_random makes seeded ops impure).
+assert truth == {"a": "removed", "b": "runs", "c": "runs", "d": "runs"}, \
     "a: removed; b: kept by _assert_scalar; c: eager after a graph break; d: kept by fallback_random"
-assert truth != dict.fromkeys("abcd", False), "'an unused op never runs' is rejected"
-print("solution checked")
+assert labkit.exercises.wrong_keys(dict.fromkeys("abcd", "removed"), truth, ANSWERS) == ["b", "c", "d"], \
+    "'an unused op never runs' is rejected"
+assert labkit.exercises.wrong_keys({"a": "Erased", "b": "ran", "c": "Runs ", "d": "kept"}, truth, ANSWERS) == [], \
+    "other spellings of the right answers are accepted"
+assert labkit.exercises.wrong_keys({"a": "gone", "b": "runs", "c": "runs", "d": "runs"}, truth, ANSWERS) is None, \
+    "a word outside the allowed ones is refused, not marked wrong"
 
 # %% [markdown]
 # ## What to remember
 #
 # - Dynamo keeps every call; **AOTAutograd** removes dead nodes before Inductor sees them.
-# - DCE asks `node.is_impure()` of each **graph node**. A mutating op's `auto_functionalized_v2` node is removable;
-#   the `copy_` back into an input is what keeps it. An effect keeps its op through the token it returns;
-#   `has_side_effect` marks the op's node itself. Python side effects, dead temporaries and (by default) random ops
-#   are removed. Effects and `has_side_effect` are private or experimental APIs.
+# - DCE asks `node.is_impure()` of each **graph node** with no user. A mutating op's `auto_functionalized_v2` node
+#   is removable; the `copy_` back into an input keeps it. An effect keeps its op through the token the graph
+#   returns; `has_side_effect` makes the op's node impure. Python side effects, dead temporaries and (by default)
+#   random ops are removed.
 # - `dynamic=False/True/None` decides how often you compile and whether sizes are symbolic.
-# - An op whose fake kernel uses `new_dynamic_size()` graph-breaks and runs eagerly under `fullgraph=False`; under
-#   `fullgraph=True` it is captured, and an unused one is kept alive by its `_assert_scalar` (with
-#   `do_not_emit_runtime_asserts=True` there is none, and the op is removed). For shape-following
-#   ops `fullgraph` changes nothing about DCE.
+# - A data-dependent op (`new_dynamic_size()`) graph-breaks and runs eagerly under `fullgraph=False`; under
+#   `fullgraph=True` it is captured, and an unused one is kept by its `_assert_scalar`.
 #
-# ## Questionnaire
+# ## Questions
 #
 # 1. Why is `auto_functionalized_v2` removable when the `copy_` after it is not?
 # 2. Why can an op that mutates its argument still be removed? What would make the same call stay?
@@ -615,8 +563,11 @@ print("solution checked")
 # - The Custom Operators Manual (data-dependent shapes, `new_dynamic_size`):
 #   https://docs.google.com/document/d/1_W62p8WJOQQUzPsJYa7s701JXt0qf2OfLub2sbkHOaU
 # - `torch._logging` and `TORCH_LOGS`: https://docs.pytorch.org/docs/stable/logging.html
+# - `fullgraph=True` turns on `capture_dynamic_output_shape_ops` (September 2025):
+#   https://github.com/pytorch/pytorch/pull/163123
 # - Dead code elimination of collectives (an outside effect removed): https://github.com/pytorch/pytorch/issues/130918
 # - Compiled-autograd DCE of custom ops: https://github.com/pytorch/pytorch/issues/149181
+# - How releases differ: https://github.com/pytorch/pytorch/releases (and this lab's `docs/torch-versions.md`)
 #
 # **Next:** 06 · Field guide. Data-dependent shapes in depth (`new_dynamic_size(min=, max=)`, `int` vs `SymInt`,
 # `mark_unbacked`, `recompile_limit`): notebook 07.
