@@ -659,6 +659,22 @@ def is_fake_tensor(value) -> bool:
     return isinstance(value, FakeTensor)
 
 
+_STAGE_MODULES = (("torch._inductor", "inductor"), ("torch._functorch", "aot"), ("torch._dynamo", "dynamo"))
+
+
+def compile_stage_on_stack(frame) -> str:
+    """The innermost stage of torch.compile (``"dynamo"``, ``"aot"``, ``"inductor"``) whose module is on the call
+    stack from ``frame`` outwards, read from the frames' module names; ``"tracing"`` when none is."""
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if module != "torch._dynamo.eval_frame":         # its wrappers sit on every stage's stack
+            for prefix, stage in _STAGE_MODULES:
+                if module.startswith(prefix):
+                    return stage
+        frame = frame.f_back
+    return "tracing"
+
+
 def fake_fallback_namespaces() -> tuple[str, ...]:
     """The namespaces whose ops fake tensors may run for real, on zero-filled inputs, when the op has no fake
     kernel (``FakeTensorMode``'s allow-list; ``()`` where this torch has none)."""

@@ -572,8 +572,8 @@ def register_ordered_effect(opdef) -> None:
     """Declare that ``opdef`` (a ``@torch.library.custom_op``) has an ordered external effect: the compiler wraps
     each call in a ``with_effects`` node that threads a token, so dead-code elimination keeps it.
 
-    On torch 2.13 this is ``opdef.register_effect(EffectType.ORDERED)``, ``EffectType`` from the private
-    ``torch._library.effects``; older releases spell it ``torch.library._register_effectful_op``.
+    torch has no public spelling for it, and the private one changed between releases: the adapter
+    (``labkit._torch_internals.register_ordered_effect``) holds both.
     """
     internals.register_ordered_effect(opdef)
 

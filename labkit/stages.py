@@ -1177,9 +1177,6 @@ def serving(fn: Callable, calls: Sequence[Sequence[Any]], **compile_options) -> 
 
 # --- 01: which stage of torch.compile is calling a kernel ---------------------------------------------------
 
-_STAGE_MODULES = (("torch._inductor", "inductor"), ("torch._functorch", "aot"), ("torch._dynamo", "dynamo"))
-
-
 def calling_stage(x) -> str:
     """Who is calling the kernel (or fake kernel) that received ``x``: ``"dynamo"``, ``"aot"`` or ``"inductor"``
     while torch.compile traces with fake tensors (the innermost of their modules on the call stack), else
@@ -1188,12 +1185,4 @@ def calling_stage(x) -> str:
 
     if not internals.is_fake_tensor(x):
         return "run"
-    frame = sys._getframe(1)
-    while frame is not None:
-        module = frame.f_globals.get("__name__", "")
-        if module != "torch._dynamo.eval_frame":         # its wrappers sit on every stage's stack
-            for prefix, stage in _STAGE_MODULES:
-                if module.startswith(prefix):
-                    return stage
-        frame = frame.f_back
-    return "tracing"
+    return internals.compile_stage_on_stack(sys._getframe(1))
