@@ -53,15 +53,23 @@ def compiler_unavailable() -> str | None:
     Two cases: Dynamo switched off (every "compiled" run would be eager, so a verdict would say "agree"
     with no graph compiled), and a thread other than the main one (torch's compile stack is not
     thread-safe, pytorch #105943: another thread's compile gives false differences and leaves torch's
-    global state changed).
+    global state changed). The Jupyter kernel's own threads count as the main one (:func:`_kernel_runs_this_thread`).
     """
-    if threading.current_thread() is not threading.main_thread():
+    if not _kernel_runs_this_thread():
         return ("labkit compiles on the main thread only (torch's compiler is not thread-safe): call it from "
                 "the notebook or script itself, not from a worker thread.")
     if internals.dynamo_disabled():
         return ("torch.compile is switched off in this process (TORCHDYNAMO_DISABLE=1 or "
                 "torch._dynamo.config.disable = True), so a compiled run would be eager: unset it and try again.")
     return None
+
+
+def _kernel_runs_this_thread() -> bool:
+    """The main thread, or one of the Jupyter kernel's own (ipykernel 7 runs a widget's callbacks on a subshell
+    thread when JupyterLab asks it to): the kernel runs its messages one at a time, as the main thread would.
+    A thread the learner started (``threading.Thread``, a thread pool) is neither."""
+    thread = threading.current_thread()
+    return thread is threading.main_thread() or type(thread).__module__.startswith("ipykernel.")
 
 
 def refuse_if_compiler_unavailable() -> None:

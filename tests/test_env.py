@@ -275,3 +275,17 @@ def test_the_lab_folders_preflight_script_hands_over_to_a_real_venv_made_from_th
                           capture_output=True, text=True, timeout=60, env=_without_pythonpath())
     assert "has no torch: checking with the lab's .venv/bin/python" in done.stdout, done.stdout + done.stderr
     assert done.returncode != 0  # that .venv has no labkit: -m labkit.preflight fails there, as it should
+
+
+def test_the_jupyter_kernels_own_threads_may_compile():
+    """In JupyterLab 4.6 with ipykernel 7.4 a widget's callback ran off the main thread (tests/test_browser.py
+    failed on it while plain Python passed); ipykernel runs its subshells and control channel on its own threads."""
+    from ipykernel.thread import BaseThread
+
+    seen, done = [], threading.Event()
+    kernel_thread = BaseThread(daemon=True)
+    kernel_thread.start()
+    kernel_thread.io_loop.add_callback(lambda: (seen.append(env.compiler_unavailable()), done.set()))
+    done.wait(30)
+    kernel_thread.stop()
+    assert seen == [None], seen
