@@ -46,14 +46,24 @@ def choice(answer: Any, allowed, name: str = "the answer") -> str | None:
     "replaces"); anything else is refused with the list, so that a right idea in another word is told
     how to say it, not that it is wrong.
     """
-    spellings = allowed if isinstance(allowed, dict) else {word: [] for word in allowed}
+    word = _meant(answer, allowed)
+    if word is None:
+        listed = ", ".join(repr(w) for w in _spellings(allowed))
+        print(f"✘ {name} is {brief(answer)}: answer one of {listed}.")
+    return word
+
+
+def _spellings(allowed) -> dict:
+    return allowed if isinstance(allowed, dict) else {word: [] for word in allowed}
+
+
+def _meant(answer: Any, allowed) -> str | None:
+    """The allowed word ``answer`` means (see :func:`choice`), or None; silent."""
     if isinstance(answer, str):
         wanted = _normal(answer)
-        for word, others in spellings.items():
+        for word, others in _spellings(allowed).items():
             if wanted in {_normal(w) for w in (word, *others)}:
                 return word
-    listed = ", ".join(repr(word) for word in spellings)
-    print(f"✘ {name} is {brief(answer)}: answer one of {listed}.")
     return None
 
 
@@ -152,12 +162,7 @@ def whole_number(answer: Any) -> int | None:
 def wrong_keys(predictions: dict, truth: dict, allowed) -> list[str] | None:
     """The keys whose prediction differs from ``truth``, sorted; None when an answer is not one of the allowed
     words (``allowed`` as for :func:`choice`) or a key is missing. Silent: a solution cell can assert on it."""
-    spellings = allowed if isinstance(allowed, dict) else {word: [] for word in allowed}
-    meant = {}
-    for key in truth:
-        wanted = _normal(predictions.get(key)) if isinstance(predictions.get(key), str) else None
-        meant[key] = next((word for word, others in spellings.items()
-                           if wanted in {_normal(w) for w in (word, *others)}), None)
+    meant = {key: _meant(predictions.get(key), allowed) for key in truth}
     if None in meant.values():
         return None
     return sorted(key for key in truth if meant[key] != truth[key])
