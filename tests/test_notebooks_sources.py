@@ -73,29 +73,49 @@ def test_a_changed_registry_value_fails_check_naming_each_stale_file_and_facts_f
     assert _check(root).returncode == 0, _check(root).stdout
     pyproject = root / "pyproject.toml"
     text = pyproject.read_text()
-    pyproject.write_text(text.replace('minutes = 35', 'minutes = 40', 1).replace('minimum_torch = "2.11"',
-                                                                                 'minimum_torch = "2.12"'))
+    pyproject.write_text(text.replace("round_to = 5", "round_to = 1").replace('minimum_torch = "2.11"',
+                                                                              'minimum_torch = "2.12"'))
     readme_before = (root / "README.md").read_text()
 
     stale = _check(root)
     assert stale.returncode == 1
     assert "2.12" in stale.stdout and "oldest release" in stale.stdout  # a minimum the table does not measure
-    pyproject.write_text(text.replace('minutes = 35', 'minutes = 40', 1))
+    pyproject.write_text(text.replace("round_to = 5", "round_to = 1"))  # learner times to the minute
     stale = _check(root)
     named = {line.split(":")[0] for line in stale.stdout.splitlines()}
     assert stale.returncode == 1, stale.stdout
-    assert named == {"README.md", "INSTRUCTORS.md", "tools/notebook_sources/00_start_here.py"}, stale.stdout
+    assert {"README.md", "INSTRUCTORS.md", "tools/notebook_sources/00_start_here.py"} <= named, stale.stdout
+    assert named <= {"README.md", "INSTRUCTORS.md"} | {f"tools/notebook_sources/{s.name}" for s in SOURCES}
     assert all(line.endswith("run python tools/build_notebooks.py --facts") for line in stale.stdout.splitlines())
     assert (root / "README.md").read_text() == readme_before  # --check writes nothing
 
     fixed = _facts(root)
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
     import facts  # on the path since _copy_of_the_lab
-    total = facts.duration(sum(nb["minutes"] for nb in facts.pyproject(root)["tool"]["lab"]["notebooks"]))
+    learner = facts.learner_minutes(root, facts.pyproject(root)["tool"]["lab"])
     readme = (root / "README.md").read_text()
-    assert "| 35 min |" not in readme and "| 40 min |" in readme and total in readme
-    left = _check(root).stdout.splitlines()  # only notebook 00 is left: its map cell changed
-    assert len(left) == 1 and left[0].startswith("00_start_here.ipynb") and left[0].endswith("build_notebooks.py 00")
+    assert facts.duration(sum(learner.values())) in readme
+    assert any(minutes % 5 for minutes in learner.values()), "to the minute now, not rounded up to 5"
+    # the notebooks left stale are exactly those whose source (its Time line, 00's map) --facts rewrote
+    left = sorted(line.split(":")[0] for line in _check(root).stdout.splitlines())
+    rewritten = sorted(pathlib.Path(name).stem + ".ipynb" for name in named if name.startswith("tools/"))
+    assert left == rewritten, _check(root).stdout
+
+
+def test_an_agenda_without_its_buffer_or_with_a_missing_section_is_refused(tmp_path):
+    """The agendas are built from the learner times: one that leaves less than min_buffer, or skips a section
+    its notebook does not have, is refused in one sentence that names the fix."""
+    root = _copy_of_the_lab(tmp_path)
+    pyproject = root / "pyproject.toml"
+    text = pyproject.read_text()
+    pyproject.write_text(text.replace("words_per_minute = 120", "words_per_minute = 40"))  # slow readers
+    refused = _facts(root)
+    assert refused.returncode == 1 and "agenda leaves" in refused.stdout + refused.stderr, refused.stdout
+    assert "take a notebook out of it" in refused.stdout + refused.stderr
+    pyproject.write_text(text.replace('when_late = "§3, and the exercise', 'when_late = "§9, and the exercise', 1))
+    refused = _facts(root)
+    assert refused.returncode == 1 and "names §9, which the notebook has no section for" in \
+        refused.stdout + refused.stderr, refused.stdout + refused.stderr
 
 
 def test_a_source_without_a_registry_entry_is_refused_but_still_builds_by_name(tmp_path):
@@ -158,9 +178,10 @@ def test_a_changed_measured_time_names_every_page_that_states_it(tmp_path):
     """The cold times moved to docs/measurements.md with their region: --check still keeps them true there."""
     root = _copy_of_the_lab(tmp_path)
     pyproject = root / "pyproject.toml"
+    first = re.search(r"(?m)^execution_s = (\d+)$", pyproject.read_text()).group(1)
     pyproject.write_text(pyproject.read_text().replace("execution_s = ", "execution_s = 1", 1))
     stale = _check(root)
     named = {line.split(":")[0] for line in stale.stdout.splitlines()}
-    assert named == {"README.md", "INSTRUCTORS.md", "docs/measurements.md"}, stale.stdout
+    assert {"README.md", "INSTRUCTORS.md", "docs/measurements.md"} <= named, stale.stdout  # and 00, if its time moved
     assert _facts(root).returncode == 0
-    assert "| 123 s |" in (root / "docs" / "measurements.md").read_text()  # 23 s became 123 s
+    assert f"| 1{first} s |" in (root / "docs" / "measurements.md").read_text()  # 23 s became 123 s

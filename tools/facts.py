@@ -27,6 +27,7 @@ except ImportError:  # Python 3.10
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 import gpu_runs  # noqa: E402  (docs/gpu-runs/: which notebooks ran on a GPU)
+import lesson_metrics  # noqa: E402  (what each stored notebook holds: words, visible code lines)
 TAG = "generated from pyproject.toml [tool.lab] by tools/build_notebooks.py --facts: do not edit"
 # How a marker line is written in each kind of file: (begin, end) around the region's name.
 MARKERS = {
@@ -35,7 +36,7 @@ MARKERS = {
     "py": ("# BEGIN {name}: " + TAG, "# END {name}"),
 }
 # The keys every [[tool.lab.notebooks]] entry needs.
-ENTRY = ("stem", "title", "idea", "short_idea", "minutes", "execution_s", "demo")
+ENTRY = ("stem", "title", "idea", "short_idea", "execution_s", "demo")
 NUMBER_WORDS = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen".split()
 
 
@@ -80,6 +81,67 @@ def checked_on(root: pathlib.Path, stems: list[str]) -> list[str]:
     return torch_matrix.checked_on(rows, stems)
 
 
+def learner_minutes(root: pathlib.Path, lab: dict) -> dict[str, int]:
+    """{stem: minutes}: the time a learner needs, from what the stored notebook holds ([tool.lab.pace]).
+
+    Reading (prose words, visible code lines), the exercises ("## Exercise" headings of the source) and the
+    measured execution, rounded up: a model of measured quantities, never a number typed in."""
+    pace = lab["pace"]
+    out = {}
+    for nb in lab["notebooks"]:
+        path = root / "notebooks" / f"{nb['stem']}.ipynb"
+        if not path.exists():
+            raise FactsError(f"notebooks/{nb['stem']}.ipynb is missing, and its learner time is counted from it: "
+                             f"build it (python tools/build_notebooks.py {nb['stem'][:2]})")
+        counted = lesson_metrics.measure(lesson_metrics.nbformat.read(path, as_version=4))
+        source = (root / "tools" / "notebook_sources" / f"{nb['stem']}.py").read_text()
+        exercises = len(re.findall(r"^# ## Exercise\b", source, re.M))
+        minutes = (counted["words"] / pace["words_per_minute"]
+                   + counted["visible code lines"] / pace["code_lines_per_minute"]
+                   + exercises * pace["minutes_per_exercise"] + nb["execution_s"] / 60)
+        out[nb["stem"]] = -(-int(minutes * 100) // (pace["round_to"] * 100)) * pace["round_to"]
+    return out
+
+
+def _sections(root: pathlib.Path, stem: str) -> set[str]:
+    source = (root / "tools" / "notebook_sources" / f"{stem}.py").read_text()
+    return set(re.findall(r"^# ## (\d+)\.", source, re.M))
+
+
+def agendas(root: pathlib.Path, lab: dict, minutes: dict[str, int]) -> list[str]:
+    """INSTRUCTORS.md's agendas ([tool.lab.workshop]): each block's start and length, the buffer, what to
+    skip when late. FactsError when an agenda leaves less buffer than min_buffer, or names a missing §."""
+    workshop, by_number = lab["workshop"], {nb["stem"][:2]: nb for nb in lab["notebooks"]}
+    lines = []
+    for agenda in workshop["agendas"]:
+        length = agenda["length_min"]
+        blocks = [("Opening and setup: the pre-flight, then the triage table above", workshop["setup_min"], "")]
+        for number in agenda["notebooks"]:
+            nb = by_number[number]
+            late = nb.get("when_late", "")
+            missing = sorted(set(re.findall(r"§(\d+)", late)) - _sections(root, nb["stem"]))
+            if missing:
+                raise FactsError(f"pyproject's when_late for {nb['stem']} names §{', §'.join(missing)}, which the "
+                                 f"notebook has no section for: name its sections as its headings number them")
+            blocks.append((f"{number} · {nb['title']}", minutes[nb["stem"]], late))
+            if number == agenda.get("break_after"):
+                blocks.append(("Break", agenda["break_min"], ""))
+        blocks.append(("Wrap-up: What to remember, and the Questions (answer key below)", agenda["wrap_up_min"], ""))
+        buffer = length - sum(block[1] for block in blocks)
+        if buffer < workshop["min_buffer"] * length:
+            raise FactsError(f"the {length}-minute agenda leaves {buffer} min of buffer, less than "
+                             f"{workshop['min_buffer']:.0%}: take a notebook out of it in pyproject's [tool.lab.workshop]")
+        lines += ["", f"### {length} minutes", "",
+                  "| Start | Block | Minutes | When late, skip |", "|---|---|---|---|"]
+        start = 0
+        for name, block_minutes, late in blocks:
+            lines.append(f"| {start // 60}:{start % 60:02d} | {name} | {block_minutes} | {late} |")
+            start += block_minutes
+        lines += [f"| {start // 60}:{start % 60:02d} | Buffer (stragglers, setup failures, questions) | {buffer} "
+                  f"({buffer / length:.0%}) | |", "", agenda["note"]]
+    return lines + [""]
+
+
 def duration(minutes: int) -> str:
     hours, rest = divmod(minutes, 60)
     return f"{hours} h {rest} min" if hours else f"{rest} min"
@@ -90,28 +152,29 @@ def colab(lab: dict, stem: str) -> str:
             f"/notebooks/{stem}.ipynb")
 
 
-def readme_notebooks(lab: dict, nbs: list[dict]) -> list[str]:
+def readme_notebooks(lab: dict, nbs: list[dict], learner: dict[str, int]) -> list[str]:
     lines = ["| Notebook | Idea | Time | Open |", "|---|---|---|---|"]
     for nb in nbs:
         lines.append(f"| [{nb['stem'][:2]} · {nb['title']}](notebooks/{nb['stem']}.ipynb) | {nb['idea']} | "
-                     f"{nb['minutes']} min | [Colab]({colab(lab, nb['stem'])}) |")
-    minutes, seconds = sum(nb["minutes"] for nb in nbs), sum(nb["execution_s"] for nb in nbs)
+                     f"{learner[nb['stem']]} min | [Colab]({colab(lab, nb['stem'])}) |")
+    minutes, seconds = sum(learner.values()), sum(nb["execution_s"] for nb in nbs)
     count = NUMBER_WORDS[len(nbs)] if len(nbs) < len(NUMBER_WORDS) else str(len(nbs))
     return lines + [
         "",
-        f"Total: about {duration(minutes)} of reading and exercises (learner times are estimates from each "
-        "notebook's length).",
+        f"Total: about {duration(minutes)} of reading and exercises (each notebook's time is computed from its "
+        "length, its exercises and its measured run: [INSTRUCTORS.md](INSTRUCTORS.md#timings) says how).",
         f"Executed one at a time, each from empty compile caches, all {count} notebooks take about "
         f"{seconds // 60} min {seconds % 60} s of computer time on a 2-core CPU (the sum of the measured "
         "times in [INSTRUCTORS.md](INSTRUCTORS.md#timings)); one build of them all reuses torch's caches "
         "and takes less."]
 
 
-def map_cell(nbs: list[dict]) -> list[str]:
+def map_cell(nbs: list[dict], learner: dict[str, int]) -> list[str]:
     lines = ["| Notebook | Idea | Time |", "|---|---|---|"]
     for i, nb in enumerate(nbs):
         name = f"{nb['stem'][:2]} · {nb['title']}"
-        lines.append(f"| {f'**{name}** (this one)' if i == 0 else name} | {nb['short_idea']} | {nb['minutes']} min |")
+        lines.append(f"| {f'**{name}** (this one)' if i == 0 else name} | {nb['short_idea']} | "
+                     f"{learner[nb['stem']]} min |")
     return ["#", *("# " + line for line in lines), "#"]
 
 
@@ -121,10 +184,10 @@ def readme_times(nbs: list[dict]) -> list[str]:
             "| " + " | ".join(f"{nb['execution_s']} s" for nb in nbs) + " |", ""]
 
 
-def instructors_timings(nbs: list[dict]) -> list[str]:
+def instructors_timings(nbs: list[dict], learner: dict[str, int]) -> list[str]:
     lines = ["", "| Notebook | Execution | Learner time | Demo live |", "|---|---|---|---|"]
     for nb in nbs:
-        lines.append(f"| {nb['stem'][:2]} {nb['title']} | {nb['execution_s']} s | {nb['minutes']} min "
+        lines.append(f"| {nb['stem'][:2]} {nb['title']} | {nb['execution_s']} s | {learner[nb['stem']]} min "
                      f"| {nb['demo']} |")
     return lines + [""]
 
@@ -134,15 +197,17 @@ def regions(project: dict, checked: list[str], root: pathlib.Path = ROOT) -> dic
     lab, nbs = project["tool"]["lab"], project["tool"]["lab"]["notebooks"]
     minimum = tuple(int(p) for p in lab["minimum_torch"].split("."))
     quoted = ", ".join(f'"{v}"' for v in checked) + ("," if len(checked) == 1 else "")
+    learner = learner_minutes(root, lab)
     return {
         "README.md": [
             ("torch-range", "md", ["", f"**torch >= {lab['minimum_torch']}: every notebook passes on torch "
                                        f"{', '.join(checked)}.**", ""]),
-            ("notebooks", "md", ["", *readme_notebooks(lab, nbs), ""])],
+            ("notebooks", "md", ["", *readme_notebooks(lab, nbs, learner), ""])],
         "docs/measurements.md": [("times", "md", readme_times(nbs))],
         "docs/maintaining.md": [("gpu-runs", "md", ["", *gpu_runs.table(root), ""])],
-        "tools/notebook_sources/00_start_here.py": [("map", "py-md", map_cell(nbs))],
-        "INSTRUCTORS.md": [("timings", "md", instructors_timings(nbs)),
+        "tools/notebook_sources/00_start_here.py": [("map", "py-md", map_cell(nbs, learner))],
+        "INSTRUCTORS.md": [("timings", "md", instructors_timings(nbs, learner)),
+                           ("agendas", "md", agendas(root, lab, learner)),
                            ("gpu-room", "md", ["", *gpu_runs.room(root), ""])],
         "labkit/_torch_internals.py": [("checked-on", "py", [f"CHECKED_ON = ({quoted})"])],
         "labkit/env.py": [("minimum-torch", "py", [f"MINIMUM_TORCH = {minimum!r}"])],
@@ -151,9 +216,14 @@ def regions(project: dict, checked: list[str], root: pathlib.Path = ROOT) -> dic
     }
 
 
-def lines(project: dict) -> dict[str, list[tuple[str, str]]]:
+def lines(project: dict, root: pathlib.Path = ROOT) -> dict[str, list[tuple[str, str]]]:
     """{file: [(a pattern matching exactly one line's fact, what it becomes)]}: facts without markers."""
-    return {
+    lab = project["tool"]["lab"]
+    learner = learner_minutes(root, lab)
+    headers = {f"tools/notebook_sources/{nb['stem']}.py": [(r"(?m)^(# \*\*Time:\*\* about )\d+( minutes)",
+                                                             rf"\g<1>{learner[nb['stem']]}\g<2>")]
+               for nb in lab["notebooks"]}
+    return {**headers,
         "pyproject.toml": [(r'(?m)^(dependencies = \[.*?)"torch>=[^"]*"',
                             rf'\g<1>"torch>={project["tool"]["lab"]["minimum_torch"]}"')],
         "labkit/__init__.py": [(r'(?m)^__version__ = "[^"]*"$', f'__version__ = "{project["project"]["version"]}"')],
@@ -189,8 +259,9 @@ def expected(root: pathlib.Path = ROOT) -> dict[str, tuple[str, str]]:
         for name, style, body in items:
             new = rewritten(new, name, style, body, path)
         out[path] = (text, new)
-    for path, subs in lines(project).items():
-        text = new = (root / path).read_text()
+    for path, subs in lines(project, root).items():
+        text = (root / path).read_text()
+        new = out.get(path, (text, text))[1]  # on top of the regions written in it above
         for pattern, replacement in subs:
             new, found = re.subn(pattern, replacement, new, count=1)
             if not found:

@@ -9,7 +9,7 @@
 # - the three stages of `torch.compile` (Dynamo, AOTAutograd, Inductor), and where an op can vanish;
 # - how to catch the lie in your own project with `torch.library.opcheck` and `TORCH_LOGS`.
 #
-# **Time:** about 15 minutes. **Needs:** nothing but this notebook; it runs on a CPU.
+# **Time:** about 20 minutes. **Needs:** nothing but this notebook; it runs on a CPU.
 #
 # Run the cells from top to bottom; the first one checks your setup.
 
@@ -232,18 +232,18 @@ assert any("torch.ops.aten.mul.Tensor" in line for line in log.artifact("aot_gra
 #
 # | Notebook | Idea | Time |
 # |---|---|---|
-# | **00 · Start here** (this one) | a first silent bug: where the call vanishes, and the fix | 15 min |
-# | 01 · Custom ops and the compile pipeline | `custom_op`, fake kernels, `opcheck`; Dynamo → AOTAutograd → Inductor; `TORCH_TRACE` and `tlparse` | 30 min |
-# | 02 · `mutates_args` | what the declaration changes, and what each wrong declaration does | 30 min |
-# | 03 · Aliasing and views | a mutating op on a view; why outputs may not alias inputs; `x.add_(1); return x` | 20 min |
-# | 04 · Names and compile caches | an op's name is its identity; a stale compile cache, and how to key it | 30 min |
-# | 05 · Dead-code elimination and dynamic shapes | who removes an op, what keeps it alive, static vs dynamic | 30 min |
-# | 06 · Field guide | a checklist that runs, myths vs facts, a capstone | 35 min |
-# | 07 · Data-dependent shapes | unbacked sizes, `fullgraph`, `int` vs `SymInt`, `recompile_limit` | 30 min |
-# | 08 · Training with custom ops | `register_autograd`, `opcheck` vs `gradcheck`, the backward graph | 30 min |
-# | 09 · Custom ops for GPU kernels | `triton_op`, the cache key, CUDA graphs, `Tag.out`, re-inplacing | 20 min |
-# | 10 · Beyond the shape | C++-style registration, wrong dtypes and strides, layout tags, autocast, scalars | 30 min |
-# | 11 · Shipping custom ops: export, AOTInductor, profiler | `torch.export`, AOTInductor packages, the profiler, the cost per call | 25 min |
+# | **00 · Start here** (this one) | a first silent bug: where the call vanishes, and the fix | 20 min |
+# | 01 · Custom ops and the compile pipeline | `custom_op`, fake kernels, `opcheck`; Dynamo → AOTAutograd → Inductor; `TORCH_TRACE` and `tlparse` | 35 min |
+# | 02 · `mutates_args` | what the declaration changes, and what each wrong declaration does | 35 min |
+# | 03 · Aliasing and views | a mutating op on a view; why outputs may not alias inputs; `x.add_(1); return x` | 25 min |
+# | 04 · Names and compile caches | an op's name is its identity; a stale compile cache, and how to key it | 35 min |
+# | 05 · Dead-code elimination and dynamic shapes | who removes an op, what keeps it alive, static vs dynamic | 40 min |
+# | 06 · Field guide | a checklist that runs, myths vs facts, a capstone | 30 min |
+# | 07 · Data-dependent shapes | unbacked sizes, `fullgraph`, `int` vs `SymInt`, `recompile_limit` | 60 min |
+# | 08 · Training with custom ops | `register_autograd`, `opcheck` vs `gradcheck`, the backward graph | 45 min |
+# | 09 · Custom ops for GPU kernels | `triton_op`, the cache key, CUDA graphs, `Tag.out`, re-inplacing | 40 min |
+# | 10 · Beyond the shape | C++-style registration, wrong dtypes and strides, layout tags, autocast, scalars | 60 min |
+# | 11 · Shipping custom ops: export, AOTInductor, profiler | `torch.export`, AOTInductor packages, the profiler, the cost per call | 35 min |
 #
 # <!-- END map -->
 #

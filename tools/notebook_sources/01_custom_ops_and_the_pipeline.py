@@ -11,7 +11,7 @@
 # - the lab's mental model: **Dynamo graph → AOTAutograd graph → Inductor code**, on one small model;
 # - to see those stages in your own project: `TORCH_TRACE` and `tlparse`.
 #
-# **Time:** about 30 minutes. **Before:** 00 · Start here.
+# **Time:** about 35 minutes. **Before:** 00 · Start here.
 
 # %% tags=["nbval-ignore-output"]
 import contextlib

@@ -11,7 +11,7 @@
 # - what each *wrong* declaration does: silently wrong, an error, or correct but not free;
 # - which mistakes `opcheck` catches, and which it does not.
 #
-# **Time:** about 30 minutes. **Before:** 01 · Custom ops and the compile pipeline.
+# **Time:** about 35 minutes. **Before:** 01 · Custom ops and the compile pipeline.
 
 # %% tags=["nbval-ignore-output"]
 import torch

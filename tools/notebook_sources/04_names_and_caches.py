@@ -12,7 +12,7 @@
 #   `torch.compiler.config.cache_key_tag`;
 # - what such a hash cannot see: a changed fake kernel.
 #
-# **Time:** about 30 minutes. **Before:** 02 · `mutates_args`.
+# **Time:** about 35 minutes. **Before:** 02 · `mutates_args`.
 
 # %% tags=["nbval-ignore-output"]
 import hashlib

@@ -12,7 +12,7 @@
 #   `fullgraph=True`;
 # - torch's own tools for it: `TORCH_LOGS` and `torch._dynamo.explain`.
 #
-# **Time:** about 30 minutes. **Before:** 00–02. Runs on the CPU; outputs recorded on torch 2.13 (CPU). Without
+# **Time:** about 40 minutes. **Before:** 00–02. Runs on the CPU; outputs recorded on torch 2.13 (CPU). Without
 # a GPU, section 4's GPU cell shows what it printed on one, labelled. Other releases: `docs/torch-versions.md`.
 
 # %% tags=["nbval-ignore-output"]

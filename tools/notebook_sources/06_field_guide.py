@@ -9,7 +9,7 @@
 # - which claims in circulation hold, computed live, among them where a data-dependent op breaks the graph;
 # - to fix a small model with three buggy ops using `labkit.audit`, then in plain torch with `opcheck`.
 #
-# **Time:** about 35 minutes. **Before:** 00–05 (or at least 00, 02 and 05).
+# **Time:** about 30 minutes. **Before:** 00–05 (or at least 00, 02 and 05).
 
 # %% tags=["nbval-ignore-output"]
 import contextlib

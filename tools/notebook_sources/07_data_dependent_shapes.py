@@ -12,7 +12,7 @@
 # - torch's own tools: `TORCH_LOGS="graph_breaks,recompiles"`, `TORCH_TRACE` + `tlparse`, `opcheck` — and what
 #   `opcheck` does not check.
 #
-# **Time:** about 30 minutes. **Before:** 05 (sections 3 and 4). Runs on the CPU. Outputs recorded on torch 2.13.0
+# **Time:** about 60 minutes. **Before:** 05 (sections 3 and 4). Runs on the CPU. Outputs recorded on torch 2.13.0
 # (CPU).
 #
 # The ops are plain torch — `@torch.library.custom_op` — except section 1's, which labkit declares and prints in

@@ -13,7 +13,7 @@
 # - why Python state read by a formula is frozen, and what a `float` argument costs instead;
 # - what mutating ops do to gradients, and the pattern that works.
 #
-# **Time:** about 30 minutes. **Before:** 01 · Custom ops and the compile pipeline, 02 · `mutates_args`.
+# **Time:** about 45 minutes. **Before:** 01 · Custom ops and the compile pipeline, 02 · `mutates_args`.
 # Collapsed *Check* cells assert every claim ([docs/torch-versions.md](../docs/torch-versions.md): what differs
 # between releases).
 

@@ -11,7 +11,7 @@
 # - what `torch.autocast` does to a custom op, and what `register_autocast` changes;
 # - why a `float` argument recompiles per value, and an op that returns an `int`.
 #
-# **Time:** about 30 minutes. **Before:** 01, 07 and 08. Collapsed *Check* cells assert every claim, and what
+# **Time:** about 60 minutes. **Before:** 01, 07 and 08. Collapsed *Check* cells assert every claim, and what
 # other releases do ([docs/torch-versions.md](../docs/torch-versions.md#notebook-10-beyond-the-shape)). On a GPU,
 # autocast and layouts may differ.
 

@@ -12,7 +12,7 @@
 # - how to build an AOTInductor package, load it and run it, and what it does when the op changes or is missing;
 # - where a custom op shows up in `torch.profiler`, eager and compiled, and what a Python custom op costs.
 #
-# **Time:** about 25 minutes. **Before:** 01 · Custom ops and the compile pipeline, 02 · `mutates_args`,
+# **Time:** about 35 minutes. **Before:** 01 · Custom ops and the compile pipeline, 02 · `mutates_args`,
 # 04 · Names and caches. Collapsed *Check* cells assert every claim, and what other releases do
 # ([docs/torch-versions.md](../docs/torch-versions.md#notebook-11-export-aotinductor-and-the-profiler)).
 
