@@ -175,30 +175,47 @@ def _short_args(args: str, limit: int = 34) -> str:
 # --- 01: TORCH_TRACE and tlparse, on a program run in a child process ---------------------------------------
 
 
-def torch_trace_report(program: str):
-    """Run ``program`` (Python source) as ``TORCH_TRACE=<folder>/trace python program.py`` in a new process (torch
-    reads ``TORCH_TRACE`` when it starts), with an empty Inductor cache, then ``tlparse`` on the log it wrote,
-    installing ``tlparse`` with pip first where it is missing (Colab). Returns the report's folder
-    (``index.html``, ``compile_directory.json``, one file per entry). Safe to stop and run again: each run
-    uses a new temporary folder."""
-    import os
+class ToolMissing(RuntimeError):
+    """A command-line tool the lesson runs is not installed. Shown in Jupyter as its one sentence."""
+
+    def _render_traceback_(self) -> list[str]:  # IPython's hook for how an exception is shown
+        return [f"ToolMissing: {self}"]
+
+
+def tlparse_command() -> str | None:
+    """Where ``tlparse`` is: on PATH, or beside this kernel's Python (a venv not on PATH); None when absent."""
     import pathlib
     import shutil
+    import sys
+
+    beside = pathlib.Path(sys.executable).with_name("tlparse")
+    return shutil.which("tlparse") or (str(beside) if beside.exists() else None)
+
+
+def torch_trace_report(program: str):
+    """Run ``program`` (Python source) as ``TORCH_TRACE=<folder>/trace python program.py`` in a new process (torch
+    reads ``TORCH_TRACE`` when it starts), with an empty Inductor cache, then ``tlparse`` on the log it wrote.
+    Returns the report's folder (``index.html``, ``compile_directory.json``, one file per entry). Safe to stop
+    and run again: each run uses a new temporary folder.
+
+    ``tlparse`` comes with the lab's requirements (and with the Colab cell); where it is missing this raises
+    :class:`ToolMissing` naming the install, instead of downloading anything while the lesson runs."""
+    import os
+    import pathlib
     import subprocess
     import sys
     import tempfile
 
+    command = tlparse_command()
+    if command is None:
+        raise ToolMissing("tlparse is not installed beside this kernel's Python: run `%pip install tlparse` "
+                          "in a cell, then this cell again")
     work = pathlib.Path(tempfile.mkdtemp(prefix="torch-trace-"))
     (work / "program.py").write_text(program)
     env = dict(os.environ, TORCH_TRACE=str(work / "trace"), TORCHINDUCTOR_CACHE_DIR=str(work / "cache"))
     subprocess.run([sys.executable, str(work / "program.py")], env=env, check=True, capture_output=True)
-
-    def find():
-        return shutil.which("tlparse") or str(pathlib.Path(sys.executable).with_name("tlparse"))
-    if not pathlib.Path(find()).exists():
-        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "tlparse"], check=True)
     (log,) = (work / "trace").glob("*.log")
-    subprocess.run([find(), str(log), "-o", str(work / "report"), "--no-browser", "--overwrite"], check=True,
+    subprocess.run([command, str(log), "-o", str(work / "report"), "--no-browser", "--overwrite"], check=True,
                    capture_output=True)
     return work / "report"
 

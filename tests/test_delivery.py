@@ -82,19 +82,20 @@ def test_first_code_cell_installs_labkit_on_colab_only_and_says_so_collapsed(pat
 
 
 @pytest.mark.slow  # pip resolves against the index
-def test_colab_install_installs_labkit_and_nothing_else(tmp_path):
-    """The cell's pip arguments, pointed at this checkout instead of GitHub: only labkit would install,
-    so Colab's torch and ipywidgets stay as they are."""
+def test_colab_install_installs_labkit_and_tlparse_and_nothing_else(tmp_path):
+    """The cell's pip arguments, pointed at this checkout instead of GitHub: only labkit and tlparse (a binary
+    wheel with no dependencies, which notebooks 01 and 07 run) would install, so Colab's torch and ipywidgets
+    stay as they are."""
     line = next(ln for ln in build_notebooks.colab_install_cell().splitlines() if "%pip install" in ln)
-    *args, requirement = shlex.split(line.split("%pip install", 1)[1])
-    assert requirement.startswith("labkit @ git+https://github.com/")
+    *args, requirement, tool = shlex.split(line.split("%pip install", 1)[1])
+    assert requirement.startswith("labkit @ git+https://github.com/") and tool.startswith("tlparse")
     report = tmp_path / "report.json"
-    done = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--report", str(report),
-                           "--disable-pip-version-check", *args, str(ROOT)],
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--report",
+                           str(report), "--disable-pip-version-check", *args, str(ROOT), tool],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    installs = [item["metadata"]["name"] for item in json.loads(report.read_text())["install"]]
-    assert installs == ["labkit"]
+    installs = sorted(item["metadata"]["name"] for item in json.loads(report.read_text())["install"])
+    assert installs == ["labkit", "tlparse"]
 
 
 def test_gpu_recordings_travel_inside_the_labkit_wheel(tmp_path):

@@ -58,3 +58,32 @@ def test_a_learners_own_set_logs_survives_a_torch_logs_block(capfd):
         assert "Recompiling function" in capfd.readouterr().err, "and still logs"
     finally:
         torch._logging.set_logs()
+
+
+def test_a_missing_tlparse_is_one_sentence_naming_the_install_and_nothing_is_downloaded(monkeypatch, tmp_path):
+    """Nothing downloads while a lesson runs: without tlparse, torch_trace_report refuses before it starts the
+    traced program (it used to pip-install tlparse there)."""
+    import shutil
+    import subprocess
+
+    from labkit import logs
+
+    monkeypatch.setattr(shutil, "which", lambda name, *a, **k: None)
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "bin" / "python"))  # nothing beside it
+    started = []
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: started.append(a))
+    assert logs.tlparse_command() is None
+    try:
+        logs.torch_trace_report("print('hi')")
+    except logs.ToolMissing as refused:
+        assert "%pip install tlparse" in str(refused) and "\n" not in str(refused)
+        assert refused._render_traceback_() == [f"ToolMissing: {refused}"]
+    else:
+        raise AssertionError("torch_trace_report ran without tlparse")
+    assert started == [], "no pip, no traced program"
+
+
+def test_the_colab_cell_installs_tlparse_with_labkit():
+    import build_notebooks
+
+    assert '"tlparse>=0.4"' in build_notebooks.colab_install_cell()

@@ -83,6 +83,8 @@ def binder_url(name: str) -> str:
 
 def colab_install_cell() -> str:
     """Installs labkit on Colab only; --no-deps keeps Colab's own torch and ipywidgets untouched.
+    tlparse (a binary wheel with no dependencies) comes with it: notebooks 01 and 07 run it, and nothing
+    downloads while a lesson runs.
 
     Its first line is all a learner sees (the cell is collapsed), so it says what the cell is for.
     """
@@ -91,7 +93,8 @@ def colab_install_cell() -> str:
             "# --no-deps keeps Colab's own torch and ipywidgets (labkit works with ipywidgets >=7.7,<9).\n"
             "import sys\n\n"
             'if "google.colab" in sys.modules:\n'
-            f'    %pip install --quiet --no-deps "labkit @ git+https://github.com/{lab["github"]}@{lab["branch"]}"')
+            f'    %pip install --quiet --no-deps "labkit @ git+https://github.com/{lab["github"]}@{lab["branch"]}" '
+            '"tlparse>=0.4"')
 
 
 def title(source: pathlib.Path) -> str:

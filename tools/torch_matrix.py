@@ -301,7 +301,7 @@ def install(venv: Path, python: str, torch_version: str, colab: bool, log) -> bo
             return False
     if colab:  # what the Colab cell does: Colab's own packages, then labkit alone
         steps = [pip + [f"ipywidgets=={COLAB['ipywidgets']}", "matplotlib", "ipykernel", "nbval"],
-                 pip + ["--no-deps", "--force-reinstall", str(ROOT)]]
+                 pip + ["--no-deps", "--force-reinstall", str(ROOT), "tlparse>=0.4"]]
     else:
         steps = [pip + ["-r", str(ROOT / "requirements.txt"), "nbval"],
                  pip + ["--no-deps", "--force-reinstall", str(ROOT)]]
