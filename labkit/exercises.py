@@ -184,3 +184,18 @@ def check_number(answer: Any, truth: int, success: str, hint: str) -> bool:
         print(f"✘ the answer is {brief(answer)}: answer a whole number, such as 1 or 5.")
         return False
     return check(whole_number(answer) == truth, success, hint)
+
+
+def check_numbers(predictions: dict, truth: dict, success: str, hint: str) -> bool:
+    """Check a dict of whole-number predictions (each read as :func:`whole_number` reads it: ``4``, ``"4"``,
+    ``"four"``): one sentence asking for whole numbers when one is none, else ✔ or which keys to revisit."""
+    if not isinstance(predictions, dict):
+        print(f"✘ the answer is {brief(predictions)}: keep the dict and fill in its numbers.")
+        return False
+    numbers = {key: whole_number(predictions.get(key)) for key in truth}
+    unread = [key for key, number in numbers.items() if number is None]
+    if unread:
+        print(f"✘ the answer for {', '.join(map(repr, unread))} is not a whole number: answer 0, 1, 2, ...")
+        return False
+    wrong = [key for key in truth if numbers[key] != truth[key]]
+    return check(not wrong, success, f"look again at {', '.join(map(repr, wrong))}: {hint}")

@@ -50,3 +50,17 @@ def test_a_fake_is_checked_on_a_second_dtype_and_for_its_device(fake, found):
     assert bool(problems) == bool(found), problems
     for part in found:
         assert any(part in problem for problem in problems), (part, problems)
+
+
+def test_check_numbers_reads_each_answer_as_a_whole_number_and_names_the_wrong_keys(capsys):
+    truth = {"float": 4, "0-d tensor": 0}
+    assert exercises.check_numbers({"float": 4, "0-d tensor": 0}, truth, "right.", "hint")
+    assert exercises.check_numbers({"float": "four", "0-d tensor": "0"}, truth, "right.", "hint")
+    capsys.readouterr()
+    assert not exercises.check_numbers({"float": 0, "0-d tensor": 0}, truth, "right.", "re-read §6")
+    assert "look again at 'float': re-read §6" in capsys.readouterr().out
+    assert not exercises.check_numbers({"float": "many", "0-d tensor": 0}, truth, "right.", "hint")
+    assert "'float' is not a whole number" in capsys.readouterr().out
+    assert not exercises.check_numbers({"float": ...}, truth, "right.", "hint")  # a key left unanswered
+    assert not exercises.check_numbers([4, 0], truth, "right.", "hint")
+    assert "keep the dict" in capsys.readouterr().out

@@ -157,6 +157,22 @@ Checked the same way, on the same releases: no release differs.
   eagerly. `torch._dynamo.config.capture_dynamic_output_shape_ops=True` captures both in one graph (with an
   `_assert_scalar` on the size); `capture_scalar_outputs=True` alone does **not** capture the `-> int` op;
   `fullgraph=True` captures it.
+
+## Notebook 03: the clone that vanishes
+
+What notebook 03's §4 check cells assert per release (the *#198031 reproduces* column above is the same probe):
+
+- `y = x.clone(); reverse_into(y, x)` compiled with Inductor: on 2.11.0 to 2.14.1 the generated code calls the op
+  with one buffer as both arguments and the result differs from eager; on 2.15.0 the clone is kept and compiled
+  agrees with eager. Each side is asserted, so a release that changes either fails the check cell, naming the
+  lesson to update. `labkit.audit` reports the hazard exactly where the bug reproduces.
+
+## Notebook 08: a backward formula that calls the op
+
+What notebook 08's Exercise 2 asserts per release: in one compiled (`aot_eager`) training step whose backward
+formula calls the pure op again, AOTAutograd's common-subexpression elimination merges the two calls on the same
+input into one kernel run on 2.11.0 to 2.13.0; on 2.14.1 and 2.15.0 the compiled step runs the kernel twice, as
+eager does. With `torch._functorch.config.patch(cse=False)` it runs twice everywhere.
 """
 
 # Run by the row's own Python: each behaviour a lesson depends on, as torch shows it there.

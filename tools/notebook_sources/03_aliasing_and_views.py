@@ -357,8 +357,8 @@ assert any("torch.ops.aten.copy_.default(arg0_1" in line for line in aot_lines),
 #
 # 1. Why does functionalization record the base and the slice of a view, instead of just the view?
 # 2. What does the alias annotation `Tensor(a)` promise, and why does `torch.compile` refuse it for a custom op?
-# 3. Why does the aliasing check for `Library.define` ops happen at compile time, not on every eager call?
-# 4. In §4, why is removing the clone harmless for most ops and wrong for `reverse_into`?
+# 3. When is a `Library.define` op's output checked for aliasing its input, and what checks a `custom_op` eagerly?
+# 4. In §4, why does removing the clone make `reverse_into` wrong, and what kind of kernel would not notice?
 # 5. In the exercise, why is the shared element bumped twice, compiled as in eager?
 #
 # ## Further reading
