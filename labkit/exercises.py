@@ -178,10 +178,11 @@ def check_each(predictions: dict, truth: dict, allowed, hint: str) -> bool:
     return check(not wrong, f"all {len(truth)} right.", f"look again at {', '.join(wrong or [])}: {hint}")
 
 
-def check_number(answer: Any, truth: int, success: str, hint: str) -> bool:
-    """Check a whole-number answer: one sentence asking for a whole number when ``answer`` is none, else ✔ or ✘."""
+def check_number(answer: Any, truth: int, success: str, hint: str, name: str = "the answer") -> bool:
+    """Check a whole-number answer: one sentence asking for a whole number when ``answer`` is none, else ✔ or ✘.
+    ``name`` says which answer that sentence is about where an exercise asks for several: ``"the answer for 'int'"``."""
     if whole_number(answer) is None:
-        print(f"✘ the answer is {brief(answer)}: answer a whole number, such as 1 or 5.")
+        print(f"✘ {name} is {brief(answer)}: answer a whole number, such as 1 or 5.")
         return False
     return check(whole_number(answer) == truth, success, hint)
 

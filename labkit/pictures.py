@@ -467,3 +467,36 @@ def what_keeps_alive(runs: dict):
     ax.set_xlim(-3.3, step * widest + 0.2)
     ax.set_ylim(-PITCH * len(rows) - 0.2, 0.6)
     return fig
+
+
+# --- 07: which compiled graph served each call, or none (eager) ----------------------------------------------
+
+
+def which_graph(runs: dict, calls):
+    """One row per :class:`labkit.stages.Served` (``{label: served}``), one box per call, left to right: the
+    graph that ran it, yellow where that call compiled it, blue where an earlier graph's guards accepted it
+    again, red-edged where no graph ran it (the frame ran eagerly: past ``recompile_limit``). ``calls`` names
+    what each call passed (``"n = 2"``, ``"size 0"``); each row ends with how many graphs it compiled."""
+    calls = [str(c) for c in calls]
+    for label, run in runs.items():
+        if len(run.served) != len(calls):
+            raise ValueError(f"{label!r} made {len(run.served)} calls, and calls names {len(calls)}: give one "
+                             "name per call.")
+    step = 1.75
+    fig, ax = figure(3.6 + step * len(calls), 0.85 * len(runs) + 0.9)
+    for r, (label, run) in enumerate(runs.items()):
+        y, seen = -0.85 * r, set()
+        ax.text(-0.25, y, label, ha="right", va="center", fontsize=FONT, weight="bold")
+        for i, (call, graph) in enumerate(zip(calls, run.served)):
+            kind, text = ("write", "eager") if graph is None else \
+                ("input", f"graph {graph} again") if graph in seen else ("op", f"graph {graph} (new)")
+            seen.add(graph)
+            box(ax, 0.8 + i * step, y, f"{call}\n{text}", kind, width=1.6, height=0.62)
+        count = len(run.graphs)
+        ax.text(0.8 + len(calls) * step - 0.6, y, f"{count} graph{'s' * (count != 1)}", va="center",
+                fontsize=FONT, color=PALETTE["edge"])
+    ax.text(0.0, -0.85 * len(runs) + 0.3, "yellow: the call compiled a new graph · blue: a graph compiled before "
+            "ran it · red edge: no graph ran it, eager", va="top", fontsize=FONT - 1, color=PALETTE["edge"])
+    ax.set_xlim(-3.4, step * len(calls) + 1.0)
+    ax.set_ylim(-0.85 * len(runs), 0.5)
+    return fig
