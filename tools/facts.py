@@ -184,6 +184,13 @@ def readme_times(nbs: list[dict]) -> list[str]:
             "| " + " | ".join(f"{nb['execution_s']} s" for nb in nbs) + " |", ""]
 
 
+def lesson_table(root: pathlib.Path) -> list[str]:
+    """docs/measurements.md's table of what a learner reads, per stored notebook (tools/lesson_metrics.py)."""
+    rows = {path.stem: lesson_metrics.measure(lesson_metrics.nbformat.read(path, as_version=4))
+            for path in sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb"))}
+    return lesson_metrics.table(rows).splitlines()
+
+
 def instructors_timings(nbs: list[dict], learner: dict[str, int]) -> list[str]:
     lines = ["", "| Notebook | Execution | Learner time | Demo live |", "|---|---|---|---|"]
     for nb in nbs:
@@ -203,7 +210,8 @@ def regions(project: dict, checked: list[str], root: pathlib.Path = ROOT) -> dic
             ("torch-range", "md", ["", f"**torch >= {lab['minimum_torch']}: every notebook passes on torch "
                                        f"{', '.join(checked)}.**", ""]),
             ("notebooks", "md", ["", *readme_notebooks(lab, nbs, learner), ""])],
-        "docs/measurements.md": [("times", "md", readme_times(nbs))],
+        "docs/measurements.md": [("times", "md", readme_times(nbs)),
+                                 ("lesson-metrics", "md", ["", *lesson_table(root), ""])],
         "docs/maintaining.md": [("gpu-runs", "md", ["", *gpu_runs.table(root), ""])],
         "tools/notebook_sources/00_start_here.py": [("map", "py-md", map_cell(nbs, learner))],
         "INSTRUCTORS.md": [("timings", "md", instructors_timings(nbs, learner)),
