@@ -89,3 +89,44 @@ def test_a_clone_passed_as_another_written_argument_gets_the_wrong_values_before
         assert torch.equal(compiled, x * 2), (f"torch {torch.__version__} now gives {compiled.tolist()}: the "
                                               "clone-as-another-written-argument bug changed; update the tests "
                                               "named in this docstring")
+
+
+AUTOCAST_AFTER_A_COMPILE = '''
+import torch
+@torch.library.custom_op("t_found_ac::mm", mutates_args=())
+def mm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return a @ b
+mm.register_fake(lambda a, b: a.new_empty(a.shape[0], b.shape[1]))
+def f(a, b):
+    return mm(a, b)
+a, b = torch.randn(4, 4), torch.randn(4, 4)
+with torch.autocast("cpu", dtype=torch.bfloat16):
+    torch.compile(f, backend="inductor")(a, b)
+torch.library.register_autocast("t_found_ac::mm", "cpu", torch.bfloat16)
+torch.compiler.reset()
+with torch.autocast("cpu", dtype=torch.bfloat16):
+    print(torch.compile(f, backend="inductor")(a, b).dtype)
+'''
+
+
+@pytest.mark.parametrize("caches", ["on", "off"])
+def test_register_autocast_after_a_compile_is_not_seen_while_the_compile_caches_answer(caches, tmp_path):
+    """Observed on 2.11.0, 2.13.0 and 2.15.0 (CPU, Inductor, a fresh process over an empty cache): an op compiled
+    under autocast, then given register_autocast, compiles again after torch.compiler.reset() to the float32
+    artifact the caches still hold; with TORCHINDUCTOR_FX_GRAPH_CACHE=0 and TORCHINDUCTOR_AUTOGRAD_CACHE=0 the new
+    compile casts to bfloat16. docs/torch-versions.md (notebook 10) states it; notebook 10 registers autocast on a
+    fresh op, before its first compile."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "cache"))
+    if caches == "off":
+        env.update(TORCHINDUCTOR_FX_GRAPH_CACHE="0", TORCHINDUCTOR_AUTOGRAD_CACHE="0")
+    done = subprocess.run([sys.executable, "-c", AUTOCAST_AFTER_A_COMPILE], capture_output=True, text=True,
+                          env=env, cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    expected = "torch.float32" if caches == "on" else "torch.bfloat16"
+    assert done.stdout.strip() == expected, (
+        f"torch {torch.__version__}, caches {caches}: the second compile returned {done.stdout.strip()}, not "
+        f"{expected}; update docs/torch-versions.md's notebook-10 finding (tools/torch_matrix.py NOTES)")
