@@ -12,7 +12,8 @@ import subprocess
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from repo import ROOT
+
 NAME = "02_mutates_args.ipynb"
 
 

@@ -23,11 +23,11 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.version import Version
 
+from repo import ROOT
 from requirement_files import applies_here, lines as _lines, option as _option, requirements
 
 pytestmark = pytest.mark.slow  # repo2docker and pip dry runs: minutes, and what Binder builds, not labkit
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 BINDER = ROOT / "binder"
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 # The pin is written from pyproject's [tool.lab] reference_torch by tools/build_notebooks.py --facts

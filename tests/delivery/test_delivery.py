@@ -6,7 +6,6 @@ nothing else, and that a widget cell reads as static HTML where no widget can ru
 """
 
 import json
-import pathlib
 import re
 import shlex
 import shutil
@@ -16,9 +15,8 @@ import zipfile
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-import build_notebooks  # noqa: E402
+import build_notebooks
+from repo import ROOT
 
 NOTEBOOKS = [build_notebooks.target_of(source) for source in build_notebooks.all_sources()]
 PUB = build_notebooks.lab_config()

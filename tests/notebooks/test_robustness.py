@@ -1,12 +1,12 @@
 """Notebooks survive what learners do: Run All twice, and running after the other notebooks in one kernel."""
 
-import pathlib
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from repo import ROOT
+
 NOTEBOOKS = [ROOT / "notebooks" / f"{source.stem}.ipynb"
              for source in sorted((ROOT / "tools" / "notebook_sources").glob("[0-9][0-9]_*.py"))]
 

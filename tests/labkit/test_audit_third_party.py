@@ -5,19 +5,13 @@ holds the measured table. Each call must agree with opcheck, or differ only wher
 limit on those inputs.
 """
 import importlib
-import pathlib
-import sys
 
 import pytest
-
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def _calls(package):
     pytest.importorskip(package)
-    sys.path.insert(0, str(ROOT / "tools" / "real_ops"))
-    sys.path.insert(0, str(ROOT / "tools"))
-    samples = importlib.import_module(f"{package}_samples").SAMPLES
+    samples = importlib.import_module(f"real_ops.{package}_samples").SAMPLES  # tools/ is on pytest's pythonpath
     return [(name, args, kwargs) for name, calls in samples.items() for args, kwargs in calls]
 
 

@@ -9,13 +9,14 @@ Strings and comments are not code: an error message may name the setting a learn
 """
 
 import io
-import pathlib
 import re
 import tokenize
 
 import pytest
 
-LABKIT = pathlib.Path(__file__).resolve().parents[1] / "labkit"
+from repo import ROOT
+
+LABKIT = ROOT / "labkit"
 FENCE = "_torch_internals.py"
 
 PRIVATE = re.compile(

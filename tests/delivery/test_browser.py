@@ -40,9 +40,10 @@ import urllib.request
 
 import pytest
 
+from repo import ROOT
+
 pytestmark = pytest.mark.slow  # a JupyterLab server and a browser: minutes
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "tests" / "artifacts" / "browser"
 CHROMIUM = os.environ.get("LAB_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -71,7 +72,6 @@ from labkit import recordings, render  # noqa: E402
 from labkit import widgets as lw  # noqa: E402
 from panel_check import contradictions  # noqa: E402
 
-sys.path.insert(0, str(ROOT / "tools"))
 import screenshots  # noqa: E402
 
 # notebook → (how the notebook builds its widget, the flips to make: (control, value), ...)

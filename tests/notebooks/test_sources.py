@@ -7,7 +7,8 @@ import shutil
 import subprocess
 import sys
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from repo import ROOT
+
 SOURCES = sorted((ROOT / "tools" / "notebook_sources").glob("[0-9][0-9]_*.py"))
 NOTEBOOKS = [ROOT / "notebooks" / f"{source.stem}.ipynb" for source in SOURCES]
 
@@ -45,7 +46,6 @@ def _copy_of_the_lab(tmp_path: pathlib.Path) -> pathlib.Path:
         shutil.copytree(ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__", "*.png"))
     for name in ("pyproject.toml", "README.md", "INSTRUCTORS.md", "requirements.txt"):
         shutil.copy(ROOT / name, tmp_path)
-    sys.path.insert(0, str(ROOT / "tools"))
     import facts
     registered = {nb["stem"] for nb in facts.pyproject(ROOT)["tool"]["lab"]["notebooks"]}
     for source in (tmp_path / "tools" / "notebook_sources").glob("[0-9][0-9]_*.py"):
@@ -63,7 +63,6 @@ def test_every_generated_fact_is_current():
     """README's notebook table and torch range, notebook 00's map, INSTRUCTORS.md's timings and GPU-room note,
     docs/measurements.md's times, docs/maintaining.md's GPU table, CHECKED_ON,
     MINIMUM_TORCH, the torch floor and pin, and labkit.__version__ say what pyproject.toml's registry says."""
-    sys.path.insert(0, str(ROOT / "tools"))
     import facts
     assert facts.stale(ROOT) == []
 

@@ -18,14 +18,14 @@ them, a picture in every notebook and 15 in all, notebook 00 within 900 words an
 """
 
 import ast
-import pathlib
 import re
 
 import jupytext
 import lesson_metrics
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from repo import ROOT
+
 SOURCES = sorted((ROOT / "tools" / "notebook_sources").glob("[0-9][0-9]_*.py"))
 COLLAPSED = {"check", "solution"}
 PUBLIC_ENOUGH = ("torch._dynamo.config", "torch._inductor.config", "torch._functorch.config", "torch._logging.set_logs",

@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from repo import ROOT
+
 SOURCES = sorted((ROOT / "tools" / "notebook_sources").glob("[0-9][0-9]_*.py"))
 INSTRUCTORS = ROOT / "INSTRUCTORS.md"
 KEY_HEADING = "## Answer key: the Questions at the end of each notebook"

@@ -6,13 +6,13 @@ by driving every lab widget, and its display bundle, with ipywidgets 7.7.1 in a 
 """
 
 import os
-import pathlib
 import subprocess
 import sys
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from repo import ROOT
+
 COLAB_WIDGETS = ["ipywidgets==7.7.1", "widgetsnbextension~=3.6.0", "jupyterlab_widgets~=1.1",
                  "ipython_genutils==0.2.0"]
 

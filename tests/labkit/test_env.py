@@ -3,7 +3,6 @@ import shutil
 import subprocess
 import sys
 import threading
-from pathlib import Path
 
 import pytest
 import torch
@@ -13,7 +12,7 @@ from labkit import _torch_internals as internals
 from labkit import env, preflight, warmup
 from labkit.env import TorchTooOld, check_torch, torch_version
 
-ROOT = Path(__file__).resolve().parent.parent
+from repo import ROOT
 
 
 def test_version_parsing():

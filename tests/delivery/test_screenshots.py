@@ -9,13 +9,11 @@ the picture and the command that retakes it.
 
 import pathlib
 import re
-import sys
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-import screenshots  # noqa: E402
+import screenshots
+from repo import ROOT
 
 README = (ROOT / "README.md").read_text()
 IMAGES = re.findall(r"!\[[^\]]*\]\(([^)\s]+)\)", README)

@@ -10,6 +10,7 @@ import torch
 import labkit
 from labkit import cache, declare
 from labkit.cache_demo import run_in_subprocess, run_together
+from repo import ROOT
 
 
 @pytest.fixture
@@ -149,7 +150,7 @@ def test_a_waiting_demo_process_refuses_to_compile_without_go(tmp_path):
     done = subprocess.run([sys.executable, "-m", "labkit.cache_demo", "--declare", "pure", "--policy", "default",
                            "--wait"], input="", capture_output=True, text=True, timeout=120,
                           env=dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(tmp_path)),
-                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+                          cwd=ROOT)
     assert done.returncode != 0 and "without saying 'go'" in done.stderr, done.stderr[-2000:]
     assert os.listdir(tmp_path) == [], "nothing was compiled into the cache directory"
 

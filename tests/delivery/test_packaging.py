@@ -1,7 +1,6 @@
 """Requirements stay friendly to Colab (torch already there, ipywidgets 7.7) and Binder (CPU torch),
 and the reference torch is stated once, in pyproject.toml's [tool.lab]."""
 
-import pathlib
 import subprocess
 
 try:
@@ -11,7 +10,8 @@ except ImportError:  # Python 3.10: requirements.txt installs tomli there
 
 from requirement_files import lines, requirements
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from repo import ROOT
+
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 REFERENCE_TORCH = PYPROJECT["tool"]["lab"]["reference_torch"]
 

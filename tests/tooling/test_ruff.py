@@ -1,11 +1,11 @@
 """ruff (configured in pyproject.toml [tool.ruff]) finds nothing in the lab's Python code."""
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from repo import ROOT
+
 PATHS = ["labkit", "tests", "tools", "benchmarks", "preflight.py"]
 
 

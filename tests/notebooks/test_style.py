@@ -9,12 +9,12 @@
 """
 
 import ast
-import pathlib
 import re
 
 import jupytext
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from repo import ROOT
+
 # The published notebooks' sources, and drafts of new ones (tools/notebook_drafts/): a new notebook
 # follows the guide from its first line.
 SOURCES = sorted([*(ROOT / "tools" / "notebook_sources").glob("[0-9][0-9]_*.py"),
