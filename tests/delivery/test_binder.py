@@ -31,7 +31,7 @@ pytestmark = pytest.mark.slow  # repo2docker and pip dry runs: minutes, and what
 BINDER = ROOT / "binder"
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 # The pin is written from pyproject's [tool.lab] reference_torch by tools/build_notebooks.py --facts
-# (tests/test_notebooks_sources.py checks it is current); these tests check what it pins.
+# (tests/notebooks/test_sources.py checks it is current); these tests check what it pins.
 TORCH_PIN = next(line for line in _lines(BINDER / "requirements.txt") if re.match(r"torch\b", line))
 PYTHON = "3.11"
 BINDER_UID, BINDER_USER = "1000", "jovyan"  # what BinderHub passes to repo2docker

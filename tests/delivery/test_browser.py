@@ -21,7 +21,7 @@ Chromium at /usr/bin/chromium, Debian's package ``chromium``). Without them the 
 that sentence, except when ``LAB_CI=1`` (set by ``.ci/run``), where it fails.
 ``LAB_UPDATE_SCREENSHOTS=1`` also copies the README's screenshots to ``docs/screenshots/`` and writes
 what each one shows to ``docs/screenshots/manifest.json`` (``tools/screenshots.py`` does both, and
-``tests/test_screenshots.py`` fails once a screenshot is older than what it shows).
+``tests/delivery/test_screenshots.py`` fails once a screenshot is older than what it shows).
 """
 
 from __future__ import annotations

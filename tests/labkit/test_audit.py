@@ -1,9 +1,11 @@
-"""labkit.audit(op, *inputs) on a correct op and on each buggy declaration (real torch, CPU)."""
+"""labkit.audit(op, *inputs) on a correct op and on each buggy declaration (real torch, CPU); on stale, raw and
+hostile handles a finding, never a crash."""
 
 import pytest
 import torch
 
 import labkit
+from fresh_python import assert_survived, run_python
 from labkit import audit
 
 CASES = {
@@ -88,3 +90,97 @@ def test_audit_calls_an_op_the_way_198031_breaks_it():
 def test_a_kernel_that_copies_what_it_reads_when_shared_has_no_aliasing_finding():
     report = labkit.audit(_reverse_op("reverse_guarded", ("dst",), guard=True), torch.zeros(8), torch.zeros(8))
     assert [f for f in report.findings if f.check == "aliasing"] == [], report
+
+
+# --- stale, raw and hostile handles: a finding, never a crash (the stale ones in a fresh Python) ------------
+
+
+def test_auditing_a_dropped_handle_refuses_instead_of_crashing():
+    lines = assert_survived(run_python("""
+        import torch, labkit
+        lie = labkit.declare(name="p5c::bump", writes=("x",), mutates_args=(), returns="none")
+        labkit.drop("p5c::bump")
+        report = labkit.audit(lie, torch.ones(3))
+        print(report.ok, report.findings[0].check)
+        print(report.findings[0].problem)
+    """))
+    assert lines[0] == "False input"
+    assert "stale" in lines[1] and "Run again the cell that declares it" in lines[1]
+
+
+def test_auditing_a_redeclared_handle_is_not_a_clean_bill_of_health():
+    lines = assert_survived(run_python("""
+        import torch, labkit
+        lie = labkit.declare(name="p5c::bump", writes=("x",), mutates_args=(), returns="none")
+        labkit.declare(name="p5c::bump", writes=("x",), mutates_args=(), returns="none")
+        report = labkit.audit(lie, torch.ones(3))
+        print(report.ok, [f.check for f in report.findings])
+    """))
+    assert lines[-1] == "False ['input']"
+
+
+def test_raw_handles_that_dangle_are_refused_too():
+    """A learner's own stale CustomOpDef, packet or overload: torch would run freed state."""
+    lines = assert_survived(run_python("""
+        import torch, labkit
+
+        @torch.library.custom_op("mylab::op", mutates_args=())
+        def first(x: torch.Tensor) -> torch.Tensor:
+            return x + 100
+
+        packet, overload = torch.ops.mylab.op, torch.ops.mylab.op.default
+
+        @torch.library.custom_op("mylab::op", mutates_args=("x",))
+        def second(x: torch.Tensor) -> None:
+            x.add_(1)
+
+        for handle in (first, packet, overload):
+            report = labkit.audit(handle, torch.ones(3))
+            print([f.check for f in report.findings], "stale" in report.findings[0].problem)
+        print(labkit.audit(second, torch.ones(3)).ok, labkit.audit(torch.ops.mylab.op, torch.ones(3)).ok)
+    """))
+    assert lines == ["['input'] True"] * 3 + ["True True"]
+
+
+def test_audit_survives_hostile_objects():
+    class Hostile:
+        def __repr__(self):
+            raise RuntimeError("no repr for you")
+
+        def __getattr__(self, name):
+            raise RuntimeError("no attributes either")
+
+    for thing in (Hostile(), None, 42, "x" * 10_000, torch.ones(2), torch.add, torch.ops.aten):
+        report = audit(thing)
+        assert report.findings[0].check == "input" and len(report.op) <= 80
+
+
+def test_labkit_audit_is_callable_as_documented():
+    report = labkit.audit(labkit.declare("t_adv::audited"), torch.ones(2))
+    assert report.ok, str(report)
+    from labkit.auditing import audit as same
+
+    assert same is labkit.audit
+
+
+# --- correct ops whose write leaves the values as they were: no advice to drop the declaration --------------
+
+
+def _prefilled_add_out():
+    x, y = torch.randn(3), torch.randn(3)
+    return torch.ops.aten.add.out, (x, y), {"out": x + y}
+
+
+@pytest.mark.parametrize("case", [
+    _prefilled_add_out,
+    lambda: (torch.ops.aten.zero_.default, (torch.zeros(3),), {}),
+    lambda: (torch.ops.aten.relu_.default, (torch.rand(3),), {}),
+    lambda: (torch.ops.aten.clamp_.default, (torch.rand(3), 0.0, 1.0), {}),
+    lambda: (torch.ops.aten.detach_.default, (torch.randn(3),), {}),
+], ids=["add.out pre-filled", "zero_ of zeros", "relu_ of non-negatives", "clamp_ in range", "detach_"])
+def test_a_write_of_equal_values_is_not_called_undeclared_advice(case):
+    """Advising to drop 'out' from mutates_args here would create the silent bug the lab teaches."""
+    op, args, kwargs = case()
+    report = labkit.audit(op, *args, **kwargs)
+    assert "drop" not in str(report) and "remove" not in str(report), str(report)
+    assert not [f for f in report.findings if f.check == "declaration"], str(report)

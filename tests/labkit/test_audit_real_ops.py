@@ -85,7 +85,7 @@ def test_keyword_arguments_reach_the_op():
 def test_a_keyword_only_out_op_like_notebook_09s():
     """Observed on torch 2.13.0, 2.14.1 and 2.15.0: Inductor reuses the buffer a Tag.out op wrote for a later
     clone while the op's result still aliases it, so a program returning out.clone() gets the wrong out
-    (tests/test_torch_claims.py::test_tag_out_result_buffer_is_reused_too_early). audit reports it."""
+    (tests/torch/test_torch_findings.py::test_tag_out_result_buffer_is_reused_too_early). audit reports it."""
     report = audit(double_into, torch.randn(3), out=torch.zeros(3))
     assert report.kinds() == {"compile"} and "out differs afterwards" in str(report), str(report)
 
@@ -298,9 +298,9 @@ def test_audit_agrees_with_opcheck_on_the_broken_ops_of_pytorchs_opcheck_tests(c
 
 
 def test_opchecks_own_limit_on_float8_is_a_note():
-    """opcheck's test_schema cannot run on float8 CPU inputs, whatever the op (tests/test_torch_findings.py):
+    """opcheck's test_schema cannot run on float8 CPU inputs, whatever the op (tests/torch/test_torch_findings.py):
     audit says so under 'not checkable here', never 'declare every written argument' for a correct op."""
-    from tests.test_torch_findings import widen
+    from tests.torch.test_torch_findings import widen
 
     report = audit(widen, torch.randn(4).to(torch.float8_e4m3fn))
     assert report.ok, str(report)
@@ -309,9 +309,9 @@ def test_opchecks_own_limit_on_float8_is_a_note():
 
 def test_a_clone_as_another_written_argument_is_torchs_not_the_declarations():
     """Both places declared and written: audit must not tell the author to change the declaration or the kernel
-    (tests/test_torch_findings.py pins the torch behaviour, wrong before 2.15.0)."""
+    (tests/torch/test_torch_findings.py pins the torch behaviour, wrong before 2.15.0)."""
     from labkit.env import torch_version
-    from tests.test_torch_findings import two_states
+    from tests.torch.test_torch_findings import two_states
 
     report = audit(two_states, torch.randn(4), torch.randn(4))
     aliasing = [f for f in report.findings if f.check == "aliasing"]

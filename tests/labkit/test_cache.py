@@ -1,4 +1,5 @@
-"""labkit's answer to pytorch #187319: stale compile artifacts after a declaration changes."""
+"""labkit.cache (and labkit.cache_demo): labkit's answer to pytorch #187319, stale compile artifacts after a
+declaration changes; the policy that setup() turns on, and that importing labkit does not."""
 
 import os
 import shutil
@@ -9,6 +10,7 @@ import torch
 
 import labkit
 from labkit import cache, declare
+from fresh_python import assert_survived, one_sentence, run_python
 from labkit.cache_demo import run_in_subprocess, run_together
 from repo import ROOT
 
@@ -160,7 +162,7 @@ def test_setup_turns_the_fingerprinted_policy_on():
     assert "cache_key_tag" in labkit.cache.enable()
 
 
-# --- issue 21: the policy on a learner's own resets, on torch.library ops, and nested blocks -------
+# --- the policy on a learner's own resets, on torch.library ops, and nested blocks -------
 
 
 def _raw_bump(mutating: bool, adds: float):
@@ -292,3 +294,39 @@ def test_a_config_patch_that_puts_an_old_fingerprint_back_is_never_taken_for_the
     assert torch.compiler.config.cache_key_tag.count(cache.TAG_PREFIX) == 1
     cache.set_policy("default")
     assert torch.compiler.config.cache_key_tag == ""
+
+
+# --- import changes nothing in torch; the policy starts in setup() (in a fresh Python) ----------------------
+
+
+def test_import_leaves_torchs_cache_configuration_alone():
+    lines = assert_survived(run_python("""
+        import sys, torch
+        import labkit
+        from torch._dynamo.callback import callback_handler
+        cfg = torch.compiler.config
+        print(repr(cfg.cache_key_tag), cfg.force_disable_caches, len(callback_handler.start_callbacks))
+        torch.compile(lambda x: x + 1, backend="eager")(torch.ones(2))
+        print(repr(cfg.cache_key_tag), "ipywidgets" in sys.modules)
+    """, env={"TORCH_COMPILE_CACHE_KEY_TAG": "users-tag", "TORCH_COMPILE_FORCE_DISABLE_CACHES": "1"}))
+    assert lines == ["'users-tag' True 0", "'users-tag' False"]
+
+
+def test_setup_appends_the_fingerprint_to_the_users_tag_and_default_gives_it_back():
+    lines = assert_survived(run_python("""
+        import torch, labkit
+        cfg = torch.compiler.config
+        print(labkit.cache.enable())
+        print(cfg.cache_key_tag.startswith("users-tag-labkit-ops-"))
+        labkit.cache.set_policy("default")
+        print(repr(cfg.cache_key_tag))
+    """, env={"TORCH_COMPILE_CACHE_KEY_TAG": "users-tag"}))
+    assert "your tag 'users-tag'" in lines[0] and one_sentence(lines[0])
+    assert lines[1:] == ["True", "'users-tag'"]
+
+
+def test_setup_reports_the_cache_policy_in_one_line(capsys):
+    labkit.setup(warm_inductor=False)
+    out = capsys.readouterr().out
+    assert labkit.cache.policy() == "fingerprinted"
+    assert sum("cache_key_tag" in line for line in out.splitlines()) == 1

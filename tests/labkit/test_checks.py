@@ -1,10 +1,12 @@
-"""labkit.checks.opcheck: torch's opcheck as data, and one sentence for inputs opcheck would misread."""
+"""labkit.checks: torch's opcheck as data, and one sentence for inputs opcheck would misread; gradcheck as data."""
 
 import pytest
 import torch
 
 import labkit
+from labkit import checks
 from labkit.checks import opcheck
+from labkit.ops import StaleOpError
 
 
 @pytest.fixture
@@ -36,3 +38,30 @@ def test_a_bad_kwargs_or_tests_is_one_sentence_not_a_made_up_failure(op, bad, sa
 def test_too_many_inputs_is_one_sentence(op):
     with pytest.raises(labkit.LabOpError, match=r"^t::checked takes 1 inputs \(x\); 2 were given\.$"):
         opcheck(op, (torch.ones(3), torch.ones(3)))
+
+
+# --- a stale handle, and gradcheck as data ------------------------------------------------------------------
+
+
+def test_stale_op_error_is_raised_by_checks_in_process_for_a_labkit_handle():
+    """A LabOp handle checks its own liveness before torch is involved, so this is safe in-process."""
+    old = labkit.declare("t_adv::stale")
+    labkit.drop("t_adv::stale")
+    with pytest.raises(StaleOpError):
+        labkit.checks.opcheck(old, (torch.ones(1),))
+
+
+def test_gradcheck_as_data():
+    x = torch.randn(3, dtype=torch.float64, requires_grad=True)
+    assert checks.gradcheck(torch.sin, x) == "ok"
+
+    class Wrong(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * x
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad
+
+    assert checks.gradcheck(Wrong.apply, x).startswith("FAIL: Jacobian mismatch")

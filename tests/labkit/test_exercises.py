@@ -1,6 +1,9 @@
 """labkit.exercises: answers in other words are understood, wrong ones told what is allowed, and a fake kernel
 is checked beyond its first dtype and device."""
 
+import warnings
+
+import numpy as np
 import pytest
 import torch
 
@@ -50,3 +53,71 @@ def test_a_fake_is_checked_on_a_second_dtype_and_for_its_device(fake, found):
     assert bool(problems) == bool(found), problems
     for part in found:
         assert any(part in problem for problem in problems), (part, problems)
+
+
+# --- notebook 05's helpers: a whole number, and several predictions checked at once -------------------------
+
+
+ANSWERS = {"runs": ["ran", "kept"], "removed": ["erased"]}
+TRUTH = {"a": "removed", "b": "runs"}
+
+
+def test_whole_number_accepts_its_spellings_and_refuses_the_rest():
+    for spelling in (2, 2.0, "2", " 2 ", "two", "Two."):
+        assert exercises.whole_number(spelling) == 2, spelling
+    for other in (True, 2.5, "2 graphs", None, ...):
+        assert exercises.whole_number(other) is None, other
+
+
+def test_check_number_asks_for_a_number_before_it_judges(capsys):
+    assert not exercises.check_number("two graphs", 2, "right", "hint")
+    assert "answer a whole number" in capsys.readouterr().out, "a non-number is told what to write"
+    assert not exercises.check_number(3, 2, "right", "hint")
+    assert "Not yet. hint" in capsys.readouterr().out, "a wrong number gets the hint"
+    assert exercises.check_number("two", 2, "right", "hint")
+
+
+def test_wrong_keys_is_silent_and_tells_wrong_from_unreadable(capsys):
+    assert exercises.wrong_keys({"a": "Erased", "b": "ran"}, TRUTH, ANSWERS) == []
+    assert exercises.wrong_keys({"a": "runs", "b": "runs"}, TRUTH, ANSWERS) == ["a"]
+    assert exercises.wrong_keys({"a": "gone", "b": "runs"}, TRUTH, ANSWERS) is None, "a word not allowed"
+    assert exercises.wrong_keys({"b": "runs"}, TRUTH, ANSWERS) is None, "a missing key"
+    assert capsys.readouterr().out == "", "silent: a solution cell asserts on it"
+
+
+def test_check_each_lists_the_allowed_words_or_the_keys_to_revisit(capsys):
+    assert not exercises.check_each({"a": "gone", "b": "runs"}, TRUTH, ANSWERS, "hint")
+    assert "answer one of 'runs', 'removed'" in capsys.readouterr().out
+    assert not exercises.check_each({"a": "runs", "b": "runs"}, TRUTH, ANSWERS, "hint")
+    assert "look again at a: hint" in capsys.readouterr().out
+    assert exercises.check_each({"a": "removed", "b": "kept"}, TRUTH, ANSWERS, "hint")
+
+
+# --- check: True or False (a one-element boolean too), or one sentence naming what it expects ---------------
+
+
+def _nested():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch warns that nested tensors are a prototype
+        return torch.nested.nested_tensor([torch.ones(2), torch.ones(3)])
+
+
+@pytest.mark.parametrize("passed", [torch.ones(3) == 1, _nested(), np.array([True, False]), None, "yes", 1, 0.0,
+                                    torch.ones(1)])
+def test_check_refuses_what_is_not_true_or_false(passed, capsys):
+    with pytest.raises(TypeError, match=r"must be True or False.*torch\.equal\(a, b\)"):
+        exercises.check(passed, "right", "hint")
+    assert capsys.readouterr().out == ""  # neither ✔ nor ✘ for an answer it could not read
+
+
+@pytest.mark.parametrize("passed, expected", [(True, True), (False, False), (np.bool_(True), True),
+                                              (torch.tensor(True), True), (torch.tensor([False]), False),
+                                              (np.array([True]), True)])
+def test_check_reads_booleans_and_one_element_booleans(passed, expected, capsys):
+    assert exercises.check(passed, "right", "hint") is expected
+    assert capsys.readouterr().out == ("✔ right\n" if expected else "✘ Not yet. hint\n")
+
+
+def test_check_needs_sentences_for_success_and_hint():
+    with pytest.raises(TypeError, match="two sentences"):
+        exercises.check(True, None, 3)

@@ -1,4 +1,6 @@
-"""Dead-code elimination of custom ops and dynamic shapes, against real torch (CPU; CUDA when present)."""
+"""labkit.experiments: dead-code elimination of custom ops and dynamic shapes (dce_experiment, and notebook 05's
+DynamicLab over it): what keeps an op alive, static vs dynamic shapes, data-dependent ops; against real torch (CPU;
+CUDA when present). The declaration experiment is driven through its widget in test_widgets.py."""
 
 import itertools
 

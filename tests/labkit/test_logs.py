@@ -1,10 +1,12 @@
-"""labkit.torch_logs: torch's own log, caught for a cell to assert on, and torch's defaults afterwards."""
+"""labkit.logs: torch's own log (torch_logs), caught for a cell to assert on, and torch's defaults afterwards; a missing
+tlparse; Inductor's code and a logger's messages as data."""
 
 import sys
 
 import torch
 
 import labkit
+from labkit import logs
 
 
 def test_torch_logs_catches_the_aot_graph_and_leaves_stderr_alone(capfd):
@@ -87,3 +89,27 @@ def test_the_colab_cell_installs_tlparse_with_labkit():
     import build_notebooks
 
     assert '"tlparse>=0.4"' in build_notebooks.colab_install_cell()
+
+
+# --- Inductor's code and a logger's messages, as notebooks 08 and 09 read them ------------------------------
+
+
+def test_inductor_code_is_this_compiles_own_code_and_code_lines_skip_comments():
+    code = logs.inductor_code(lambda x: x * 2 + 1, torch.ones(4))
+    assert "def call(" in code
+    assert logs.code_lines(code, "_fused_") and not any(line.startswith("#") for line in logs.code_lines(code, "e"))
+    again = logs.inductor_code(lambda x: x * 2 + 1, torch.ones(4))
+    assert "def call(" in again, "a second compile of the same function still returns code: no cached artifact"
+
+
+def test_logged_collects_a_loggers_messages_without_printing_and_restores_it():
+    import logging
+
+    logger = logging.getLogger("torch.labkit_test")
+    level, propagate = logger.level, logger.propagate
+    with logs.logged("torch.labkit_test", logging.INFO) as messages:
+        logger.info("seen %d", 1)
+        logger.debug("not at this level")
+    assert messages == ["seen 1"]
+    assert (logger.level, logger.propagate) == (level, propagate)
+    assert labkit.logs is logs

@@ -1,7 +1,10 @@
-"""The naming experiment and its widget: #187319 inside one process, under every cache policy."""
+"""labkit.naming: the naming experiment and its widget, #187319 inside one process, under every cache policy; what
+it refuses, in one sentence."""
 
 import pytest
 
+from fresh_python import USERS_OWN_OP, assert_survived, one_sentence, run_python
+from labkit import _torch_internals as internals
 from labkit import cache, naming
 from labkit.experiments import naming_story
 from labkit.widgets import NamingLab
@@ -83,3 +86,39 @@ def test_the_widget_recomputes_only_for_relevant_changes():
     lab.set(scheme="one shared name")
     lab.set(policy="fingerprinted")
     assert "fingerprint" in lab.view.value and "miss: compiled" in lab.view.value
+
+
+# --- what the experiment refuses, in one sentence: the learner's own namespace, bad arguments ---------------
+
+
+@pytest.mark.parametrize("scheme", ["one shared name", "a name I type"])
+def test_the_naming_experiment_refuses_a_namespace_holding_the_learners_op(scheme):
+    lines = assert_survived(run_python(USERS_OWN_OP + f"""
+    result = labkit.naming.run({scheme!r}, labkit.naming.ORDERS[0], "default", namespace="mylab",
+                               typed="mylab::op")
+    print(result.problem)
+    print(result.steps == (), my_op(torch.zeros(2)).tolist())
+    """))
+    assert "already exists" in lines[0] and one_sentence(lines[0])
+    assert lines[1] == "True [100.0, 100.0]"
+
+
+@pytest.mark.parametrize("kwargs, fragment", [
+    (dict(scheme="no such scheme"), "scheme must be one of"),
+    (dict(scheme=None), "scheme must be one of"),
+    (dict(order="backwards"), "order must be one of"),
+    (dict(order=["x"]), "order must be one of"),
+    (dict(policy="sometimes"), "policy must be one of"),
+    (dict(policy=None), "policy must be one of"),
+    (dict(namespace="aten"), "belongs to torch"),
+    (dict(namespace="prims"), "belongs to torch"),
+    (dict(namespace="bad ns"), "ASCII identifier"),
+    (dict(namespace=None), "must be text"),
+    (dict(namespace="_c10d_functional"), "belongs to torch"),
+])
+def test_the_naming_experiment_validates_every_argument(kwargs, fragment):
+    args = dict(scheme="one shared name", order=naming.ORDERS[0], policy="default", namespace="t_naming") | kwargs
+    before = internals.custom_op_qualnames()
+    result = naming.run(**args)
+    assert fragment in result.problem and one_sentence(result.problem) and not result.steps
+    assert internals.custom_op_qualnames() == before and cache.policy() == "fingerprinted"

@@ -1,9 +1,16 @@
+"""labkit.ops: ops declared from a spec, their real kernel calls counted; a redeclared or dropped op's handle goes
+stale; labkit owns only what it made (never the learner's op, never torch's); a bad spec, name or argument gets one
+sentence."""
+
 import pytest
 import torch
 
 import labkit
+from fresh_python import USERS_OWN_OP, assert_survived, one_sentence, run_python
+from labkit import _torch_internals as internals
 from labkit import OpSpec, declare, drop, scoped
 from labkit.ops import LabOpError, StaleOpError, call_counts, name_problem
+from op_namespaces import TORCH_NAMESPACES
 
 
 def test_declared_mutation_is_in_the_schema():
@@ -205,3 +212,154 @@ def test_names_that_hide_the_torch_module_are_refused_in_one_sentence():
         OpSpec(name="t::shadow", args=("torch",))
     with pytest.raises(LabOpError, match=r"op called 'torch'.*torch_source\(name="):
         labkit.ops.torch_source(OpSpec(name="t::shadow"), name="t::torch")
+
+
+# --- stale handles: every way into one raises StaleOpError (in a fresh Python: it once crashed) -------------
+
+
+@pytest.mark.parametrize("reach", ["checks.opcheck", "overload", "opdef", "call", "bare_call_is_impure"])
+def test_every_way_into_a_stale_handle_raises_stale_op_error(reach):
+    lines = assert_survived(run_python(f"""
+        import torch, labkit
+        old = labkit.declare(name="p5c::bump", writes=("x",), mutates_args=(), returns="none")
+        labkit.declare(name="p5c::bump", writes=("x",), mutates_args=("x",), returns="none")
+        reach = {{
+            "checks.opcheck": lambda: labkit.checks.opcheck(old, (torch.ones(3),)),
+            "overload": lambda: old.overload(torch.ones(3)),
+            "opdef": lambda: old.opdef(torch.ones(3)),
+            "call": lambda: old(torch.ones(3)),
+            "bare_call_is_impure": lambda: old.bare_call_is_impure,
+        }}[{reach!r}]
+        try:
+            reach()
+            print("no error")
+        except labkit.StaleOpError as error:
+            print("StaleOpError:", error)
+        print(repr(old))
+    """))
+    assert lines[0].startswith("StaleOpError: This handle to p5c::bump is stale")
+    assert lines[1] == "<LabOp p5c::bump(Tensor x) -> () stale>"  # the old schema, shown safely
+
+
+# --- ownership: labkit never replaces or drops an op it did not create --------------------------------------
+
+
+@pytest.mark.parametrize("action", [
+    'labkit.drop("mylab::op")',
+    'labkit.drop_namespace("mylab")',
+    'labkit.declare(name="mylab::op")',
+    'labkit.declare("mylab::op", writes=("x",), mutates_args=("x",), returns="none")',
+    'labkit.ops.custom_op("mylab::op", lambda x: None, mutates_args=())',
+])
+def test_the_learners_own_custom_op_is_never_replaced_or_dropped(action):
+    lines = assert_survived(run_python(USERS_OWN_OP + f"""
+    attempt(lambda: {action})
+    print(my_op(torch.zeros(2)).tolist(), torch.ops.mylab.op(torch.zeros(2)).tolist())
+    """))
+    assert lines[0].startswith("refused: ") and one_sentence(lines[0][len("refused: "):]), lines[0]
+    assert lines[1] == "[100.0, 100.0] [100.0, 100.0]"
+
+
+@pytest.mark.parametrize("namespace", ["prims", "aten", "torch", "_c10d_functional", *TORCH_NAMESPACES])
+def test_torchs_own_namespaces_cannot_be_dropped(namespace):
+    before = [n for n in internals.custom_op_qualnames() if n.startswith(namespace + "::")]
+    with pytest.raises(LabOpError) as refused:
+        labkit.drop_namespace(namespace)
+    assert one_sentence(str(refused.value))
+    assert [n for n in internals.custom_op_qualnames() if n.startswith(namespace + "::")] == before
+
+
+def test_prims_survive_a_drop_namespace_attempt():
+    count = len(list(torch.ops.prims))
+    with pytest.raises(LabOpError, match="never drops torch's ops"):
+        labkit.drop_namespace("prims")
+    with pytest.raises(LabOpError, match="did not create it"):
+        labkit.drop("prims::add")
+    assert len(list(torch.ops.prims)) == count and torch.ops.prims.add.default is not None
+
+
+def test_drop_namespace_takes_only_labkits_ops_and_leaves_the_rest():
+    @torch.library.custom_op("t_adv::raw", mutates_args=())
+    def raw(x: torch.Tensor) -> torch.Tensor:
+        return x + 1
+
+    labkit.declare("t_adv::lab")
+    assert labkit.drop_namespace("t_adv") == ["t_adv::lab"]
+    assert raw(torch.zeros(1)).item() == 1.0 and "t_adv::raw" in internals.custom_op_qualnames()
+
+
+def test_an_op_someone_else_redefined_is_no_longer_labkits():
+    op = labkit.declare("t_adv::taken_over")
+
+    @torch.library.custom_op("t_adv::taken_over", mutates_args=())
+    def theirs(x: torch.Tensor) -> torch.Tensor:
+        return x - 1
+
+    assert op.stale and "t_adv::taken_over" not in labkit.ops.live_ops()
+    with pytest.raises(LabOpError, match="did not create it"):
+        labkit.drop("t_adv::taken_over")
+    assert theirs(torch.zeros(1)).item() == -1.0
+
+
+# --- specs, names and arguments a learner may get wrong: one sentence each ----------------------------------
+
+
+BAD_SPECS = [
+    dict(args="x y"), dict(args=("x", "x")), dict(args=()), dict(args=None), dict(args=5), dict(args=(1, 2)),
+    dict(args=["x", None]), dict(writes="y"), dict(writes=None), dict(writes=(b"x",)), dict(mutates_args="z"),
+    dict(mutates_args=5), dict(mutates_args=None), dict(tags="no_such_tag"), dict(tags=("__class__",)),
+    dict(tags=("name",)), dict(tags=None), dict(returns=None), dict(returns=["fresh"]), dict(returns="twice"),
+    dict(effect="loud"), dict(effect=["ordered"]), dict(effect=1), dict(fake="yes"), dict(fake=None),
+    dict(name=b"t_adv::x"), dict(name=("t_adv", "x")), dict(name="t_adv::x\n"), dict(name="t_adv::x y"),
+]
+
+
+@pytest.mark.parametrize("fields", BAD_SPECS, ids=[str(f)[:40] for f in BAD_SPECS])
+def test_a_bad_spec_gets_one_sentence(fields):
+    fields = {"name": "t_adv::x", **fields}
+    with pytest.raises(LabOpError) as refused:
+        labkit.declare(**fields)
+    assert one_sentence(str(refused.value)), str(refused.value)
+    assert "t_adv::x" not in internals.custom_op_qualnames()
+
+
+@pytest.mark.parametrize("call", [
+    lambda: labkit.declare(42), lambda: labkit.declare(["t_adv::x"]), lambda: labkit.declare("t_adv::x", bogus=1),
+    lambda: labkit.declare("t_adv::x", name="t_adv::y"), lambda: labkit.declare("no colon"),
+    lambda: labkit.drop(None), lambda: labkit.drop(42), lambda: labkit.drop("nocolon"),
+    lambda: labkit.drop_namespace(None), lambda: labkit.drop_namespace("a::b"), lambda: labkit.drop_namespace(""),
+    lambda: labkit.checks.opcheck("not an op", (torch.ones(1),)),
+    lambda: labkit.checks.opcheck(None, ()),
+], ids=["declare-int", "declare-list", "unknown-field", "name-twice", "bad-name", "drop-None", "drop-int",
+        "drop-nocolon", "ns-None", "ns-qualified", "ns-empty", "opcheck-str", "opcheck-None"])
+def test_bad_arguments_get_one_sentence(call):
+    with pytest.raises(LabOpError) as refused:
+        call()
+    assert one_sentence(str(refused.value)), str(refused.value)
+
+
+def test_a_string_is_one_name_not_a_sequence_of_letters():
+    spec = OpSpec(name="t_adv::x", args="xy", writes="xy", mutates_args=("xy",))
+    assert (spec.args, spec.writes, spec.mutates_args) == (("xy",), ("xy",), ("xy",))
+    with pytest.raises(LabOpError, match=r"^mutates_args takes a tuple of names, \('xy',\) for one"):
+        OpSpec(name="t_adv::x", args="xy", mutates_args="xy")     # as torch.library.custom_op refuses it
+    if hasattr(torch.Tag, "inplace"):
+        assert OpSpec(name="t_adv::x", tags="inplace").tags == ("inplace",)
+    assert OpSpec(name="t_adv::x", mutates_args="unknown").mutates_args == "unknown"
+    assert OpSpec(name="t_adv::x", args=["x", "y"], writes={"y"}).args == ("x", "y")  # hashable again
+
+
+def test_dropping_an_absent_name_is_harmless():
+    assert labkit.drop("t_adv::never_declared") is False
+
+
+def test_a_failed_redeclare_leaves_the_old_op_live_and_tracked():
+    old = labkit.declare("t_adv::op", writes="x", mutates_args=("x",), returns="none")
+    # torch refuses this one at schema inference: the out tag needs a keyword-only output argument
+    with pytest.raises(LabOpError, match="torch refused to define t_adv::op"):
+        labkit.declare("t_adv::op", tags=("out",))
+    assert not old.stale and labkit.ops.live_ops()["t_adv::op"] is old and labkit.ops.owns("t_adv::op")
+    x = torch.zeros(1)
+    old(x)
+    assert x.item() == 1.0
+    assert labkit.drop("t_adv::op") and old.stale

@@ -1,7 +1,14 @@
+"""labkit.render: a report as a summary, text, HTML and a picture of each stage; a stage's code asked of a report
+that carries an error, and anything that is not a report, get one sentence."""
+
+import warnings
+
+import pytest
 import torch
 
 import labkit
 from labkit import compile_and_compare, declare, render
+from labkit.render import NoStageCode
 
 
 def _undeclared_report(backend="inductor"):
@@ -69,3 +76,103 @@ def test_an_unreadable_recording_is_named_not_taken_for_no_recording(tmp_path, m
     shown = render.gpu_recording_text(recordings.status("a cell", lambda _: None))
     assert "No GPU recording of this cell exists yet" in shown
     assert "42_broken.json cannot be read (JSONDecodeError" in shown and len(shown.splitlines()) == 2
+
+
+# --- a stage's code asked of a report that carries an error: one sentence, never a KeyError -----------------
+# 02's trap (the setup cell run again mid-notebook drops the notebook's ops, then an earlier cell) once
+# ended in ``KeyError: 'inductor'`` while the real cause sat unseen in ``report.error``.
+
+
+def test_a_stale_op_is_named_with_the_cell_to_run_again_never_a_key_error():
+    labkit.drop_namespace("t31b")
+    bump = labkit.declare(name="t31b::bump", writes=("x",), mutates_args=("x",), returns="none")
+
+    def step(x):
+        bump(x)
+        return x * 2
+
+    assert "t31b.bump" in labkit.render.stage_code(labkit.compile_and_compare(step, torch.ones(3),
+                                                                          backend="inductor"))["inductor"]
+    labkit.drop_namespace("t31b")                       # what 02's setup cell does when it is run again
+    report = labkit.compile_and_compare(step, torch.ones(3), backend="inductor")
+    with pytest.raises(NoStageCode) as raised:
+        labkit.render.stage_code(report)["inductor"]
+    sentence = str(raised.value)
+    assert not isinstance(raised.value, KeyError), "a learner never sees a KeyError"
+    assert sentence.count(". ") == 0 and sentence.endswith("then this one."), "one sentence"
+    assert "`t31b::bump` was redeclared or dropped" in sentence, sentence
+    assert "run again the cell that declares `t31b::bump`" in sentence, sentence
+    assert raised.value._render_traceback_() == [f"✘ {sentence}"], "IPython shows the sentence, not a traceback"
+    assert labkit.render.error_sentence(report) in sentence
+
+
+def test_any_other_error_is_torchs_first_line_and_a_missing_stage_says_why():
+    labkit.drop_namespace("t31b")
+    nofake = labkit.declare(name="t31b::nofake", returns="fresh", fake=False)
+    report = labkit.compile_and_compare(lambda x: nofake(x) + 1, torch.ones(3), backend="inductor")
+    with pytest.raises(NoStageCode, match=r"^No Inductor code: torch raised \w+ \(compiled\): "):
+        labkit.render.stage_code(report)["inductor"]
+    ok = labkit.compile_and_compare(lambda x: x + 1, torch.ones(3), backend="aot_eager")
+    assert labkit.render.error_sentence(ok) is None
+    with pytest.raises(NoStageCode, match="the backend 'aot_eager' has no Inductor stage"):
+        labkit.render.stage_code(ok)["inductor"]
+    labkit.drop_namespace("t31b")
+
+
+def test_outcome_names_each_way_a_declaration_can_end():
+    labkit.drop_namespace("t31b")
+    cases = {"correct": dict(writes=("x",), mutates_args=("x",), returns="none"),
+             "silently wrong": dict(writes=("x",), mutates_args=(), returns="none"),
+             "error in eager (alias_return)": dict(writes=("x",), mutates_args=("x",), returns="input"),
+             "error when compiling (missing_fake)": dict(returns="fresh", fake=False)}
+    for expected, fields in cases.items():
+        op = labkit.declare(name="t31b::case", **fields)
+        report = labkit.compile_and_compare(labkit.experiments.uses_result(op), torch.ones(3), backend="inductor")
+        assert labkit.render.outcome(report) == expected, (expected, report)
+    with pytest.raises(TypeError, match="takes the report"):
+        labkit.render.outcome("correct")
+    labkit.drop_namespace("t31b")
+
+
+# --- what is not a report, or not an op name: one sentence (a TypeError naming what is expected) ------------
+# Never a raw AttributeError or torch's "ambiguous" RuntimeError, nested tensors included.
+
+
+def _nested():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch warns that nested tensors are a prototype
+        return torch.nested.nested_tensor([torch.ones(2), torch.ones(3)])
+
+
+@pytest.fixture(scope="module")
+def report():
+    return labkit.compile_and_compare(lambda t: t + 1, torch.ones(2))
+
+
+NOT_REPORTS = [None, 5, "report", [1], torch.ones(2), _nested(),
+               torch.nested.nested_tensor([torch.ones(2), torch.ones(3)], layout=torch.jagged)]
+
+
+@pytest.mark.parametrize("present", [labkit.show, labkit.summary, labkit.text, render.to_html, labkit.draw_fate,
+                                     render.draw_stages])
+@pytest.mark.parametrize("bad", NOT_REPORTS, ids=lambda b: type(b).__name__)
+def test_what_is_not_a_report_gets_one_sentence(present, bad):
+    args = (bad, "t::op") if present is labkit.draw_fate else (bad,)
+    with pytest.raises(TypeError, match=r"takes the report that labkit\.compile_and_compare") as caught:
+        present(*args)
+    message = str(caught.value)
+    assert "\n" not in message and message.count(". ") == 0
+    if isinstance(bad, torch.Tensor) and bad.is_nested:
+        assert "nested tensor" in message
+
+
+@pytest.mark.parametrize("ops", [5, 2.5, object(), {"t::op": 1}])
+def test_ops_of_the_wrong_type_get_one_sentence(report, ops):
+    for present in (labkit.show, labkit.summary, labkit.text, render.to_html):
+        with pytest.raises(TypeError, match="ops must be an op name or a list of names"):
+            present(report, ops)
+
+
+def test_a_real_report_still_shows(report):
+    assert "graphs compiled per call" in labkit.summary(report) and "labkit-report" in render.to_html(report)
+    assert repr(labkit.show(report, ("t::unused",))).startswith("backend=")

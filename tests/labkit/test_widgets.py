@@ -1,9 +1,13 @@
-"""Widgets driven from Python, as a learner's clicks would drive them (no frontend needed)."""
+"""labkit.widgets: the labs driven from Python, as a learner's clicks would drive them (no frontend needed); the
+refusals they show come from labkit's core; what every lab shares (LabWidget)."""
 
 import itertools
 
+import ipywidgets
 import pytest
+import torch
 
+import labkit
 from labkit import experiments as e, ops, widgets as w
 from labkit.experiments import DECLARATIONS
 from labkit.widgets import DeclarationLab
@@ -172,3 +176,101 @@ def test_the_static_view_names_the_state_its_report_was_computed_with():
         dynamic_lab.close()
         ops.drop_namespace("t_static_n")
         ops.drop_namespace("t_static_d")
+
+
+# --- the refusals a widget shows come from labkit's core, and are asked again, never remembered -------------
+
+
+def test_the_naming_widget_gets_the_refusal_from_the_core():
+    """Widgets only pass the namespace on; the sentence comes from naming.run."""
+    @torch.library.custom_op("t_adv::op", mutates_args=())
+    def mine(x: torch.Tensor) -> torch.Tensor:
+        return x + 100
+
+    from labkit.widgets import NamingLab
+
+    lab = NamingLab(namespace="t_adv", scheme="one shared name")
+    assert "already exists" in lab.outcome.problem and not lab.outcome.steps
+    assert mine(torch.zeros(1)).item() == 100.0
+
+
+def test_the_declaration_widget_gets_the_refusal_from_the_core():
+    from labkit.widgets import DeclarationLab
+
+    DeclarationLab(namespace="t_adv", declaration="correct")  # learn the name it declares
+    (name,) = labkit.drop_namespace("t_adv")
+    torch.library.custom_op(name, lambda x: x + 100, mutates_args=(), schema="(Tensor x) -> Tensor")
+    lab = DeclarationLab(namespace="t_adv", declaration="correct")
+    assert "labkit did not create it" in lab.view.value
+    namespace, op = name.split("::")
+    assert getattr(getattr(torch.ops, namespace), op)(torch.zeros(1)).item() == 100.0
+
+
+def test_a_declaration_lab_refuses_none_in_one_sentence():
+    lab = w.DeclarationLab(namespace="t_adv_w")
+    with pytest.raises(ValueError, match="declaration must be one of"):
+        lab.set(declaration=None)
+    with pytest.raises(ValueError, match="declaration must be one of"):
+        e.declaration_experiment(None, "aot_eager", False)
+    assert "Declaration lab" in lab.ui.children[0].value  # the live title
+    lab.close()
+
+
+def test_a_refused_name_is_asked_again_not_remembered():
+    """"already exists" may stop being true (the name is freed), so NamingLab never caches a refusal."""
+    lab = w.NamingLab(namespace="t_adv_n", scheme="a name I type", typed_name="")
+    labkit.declare(name="t_adv_taken::op", returns="none")
+    lab.set(typed_name="t_adv_taken::op")
+    first = lab.outcome
+    assert "already exists" in first.problem and lab.state not in lab._cache
+    assert lab.outcome is not first and lab.outcome == first  # computed again, from the kernel as it is now
+    lab.close()
+
+
+# --- what every lab shares (LabWidget): set, every_state, close, on a lab whose compute is free -------------
+
+
+class Cheap(w.LabWidget):
+    """A lab whose compute is free, to exercise the plumbing many times."""
+
+    title = "Cheap lab"
+
+    def __init__(self, a="x", text=""):
+        super().__init__({"a": ipywidgets.ToggleButtons(options=["x", "y"], value=a, description="a"),
+                          "text": ipywidgets.Text(value=text, description="text")})
+
+    def compute(self, state):
+        return state
+
+    def render(self, result):
+        return f"<p>{result}</p>"
+
+
+def _alive() -> int:
+    return len(ipywidgets.Widget._active_widgets if hasattr(ipywidgets.Widget, "_active_widgets")
+               else ipywidgets.Widget.widgets)
+
+
+def test_set_is_all_or_nothing():
+    lab = Cheap()
+    view = lab.view.value
+    for bad in (dict(a="y", text=None), dict(a=None), dict(nope=1), dict(a="z", text="ok")):
+        with pytest.raises(ValueError):
+            lab.set(**bad)
+        assert lab.state == ("x", "") and lab.view.value == view
+    lab.set(a="y", text="t")
+    assert lab.view.value == "<p>('y', 't')</p>"
+
+
+def test_every_state_covers_every_combination():
+    states = list(Cheap().every_state())
+    assert len(states) == 2 * 3 and {"a": "y", "text": "mylab::my_op"} in states
+
+
+def test_closing_many_labs_leaves_no_widgets_alive():
+    before = _alive()
+    labs = [Cheap() for _ in range(150)]
+    assert _alive() > before + 150
+    for lab in labs:
+        lab.close()
+    assert _alive() == before

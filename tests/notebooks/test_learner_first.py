@@ -92,7 +92,8 @@ def test_a_rewritten_notebook_keeps_the_proof_behind_the_story(path):
     found = source_problems(path)
     if path.stem[:2] in NOT_YET:
         assert found or _metric_problems(path.stem), \
-            f"{path.stem} follows the learner-first rules now: drop it from NOT_YET in tests/test_learner_first.py"
+            f"{path.stem} follows the learner-first rules now: drop it from NOT_YET in " \
+            "tests/notebooks/test_learner_first.py"
         pytest.skip(f"{path.stem} not rewritten yet ({len(found)} problems)")
     assert not found, "\n".join(found)
     assert not _metric_problems(path.stem), "\n".join(_metric_problems(path.stem))

@@ -1,4 +1,5 @@
-"""Every notebook matches its source, carries no stored errors, and follows the lab's shape."""
+"""Every notebook matches its source (tools/build_notebooks.py --check), carries no stored errors, and follows the
+lab's shape; every generated fact is current (--facts, tools/facts.py), and the builder refuses what it must."""
 
 import json
 import re

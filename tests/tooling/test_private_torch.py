@@ -1,4 +1,4 @@
-"""Private torch APIs are touched only in ``labkit/_torch_internals.py`` (issue 14).
+"""Private torch APIs are touched only in ``labkit/_torch_internals.py``.
 
 When torch moves one of them, only that file must change, and ``CHECKED_ON`` there says which
 releases it was read against. This test reads every other labkit module and fails, naming the

@@ -22,7 +22,7 @@ def test_tag_out_result_buffer_is_reused_too_early():
     """Observed on 2.13.0, 2.14.1, 2.15.0 (CPU, Inductor): the generated code calls the op into buf0, names its
     result buf3 = buf1 (an alias of buf0), then reuses buf0 for x.clone() ("buf4 = buf0; del buf0  # reuse"), so
     out ends up holding x instead of 2x. labkit.audit reports it as a compile finding
-    (tests/test_audit_real_ops.py::test_a_keyword_only_out_op_like_notebook_09s)."""
+    (tests/labkit/test_audit_real_ops.py::test_a_keyword_only_out_op_like_notebook_09s)."""
     x = torch.arange(3.0) + 1
     out = torch.zeros(3)
     torch.compiler.reset()
@@ -45,7 +45,7 @@ def _(x):
 def test_opchecks_schema_test_cannot_run_on_float8_cpu_inputs():
     """Observed on 2.13.0 (CPU): opcheck's test_schema fails on a correct op given a float8 tensor, because the
     test's own arithmetic has no float8 CPU kernel; its other tests pass. labkit.audit says so instead of
-    repeating the failure (tests/test_audit_real_ops.py::test_opchecks_own_limit_on_float8_is_a_note), and
+    repeating the failure (tests/labkit/test_audit_real_ops.py::test_opchecks_own_limit_on_float8_is_a_note), and
     torchao's dequantize_affine_float8_non_decomposed meets it (docs/audit-vs-opcheck.md)."""
     x = torch.randn(4).to(torch.float8_e4m3fn)
     with pytest.raises(Exception, match="not implemented for 'Float8_e4m3fn'"):
@@ -75,7 +75,7 @@ def test_a_clone_passed_as_another_written_argument_gets_the_wrong_values_before
     both a and b, called as op(x.clone(), x), leaves the clone holding b's result (2x) instead of a's
     (x/2 + 1); aot_eager is right. bitsandbytes' optimizer_update_32bit meets it with state1 = state2.clone()
     (docs/audit-vs-opcheck.md); labkit.audit reports it
-    (tests/test_audit_real_ops.py::test_a_clone_as_another_written_argument_is_torchs_not_the_declarations)."""
+    (tests/labkit/test_audit_real_ops.py::test_a_clone_as_another_written_argument_is_torchs_not_the_declarations)."""
     from labkit.env import torch_version
 
     x = torch.arange(4.0)
