@@ -5,8 +5,8 @@ matplotlib.use("Agg")
 
 import labkit  # noqa: E402
 from labkit import _torch_internals as internals  # noqa: E402
-
-TEST_NAMESPACES = ("t", "t_naming", "t_adv", "mine")
+from op_namespaces import TEST_NAMESPACES  # noqa: E402 - it reads torch's namespaces now, before any test file
+from repo import ROOT  # noqa: E402
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -36,7 +36,8 @@ def _clean():
 
 # The files that take minutes in one test start first: under ./lab test's two workers (pytest-xdist,
 # --dist loadfile --no-loadscope-reorder) each runs beside the rest instead of alone at the end.
-LONGEST_FIRST = ("tests/test_robustness.py", "tests/test_browser.py")
+LONGEST_FIRST = ("tests/notebooks/test_robustness.py", "tests/delivery/test_browser.py")
+assert all((ROOT / path).is_file() for path in LONGEST_FIRST), f"tests/conftest.py: a file of {LONGEST_FIRST} is gone"
 
 
 def pytest_collection_modifyitems(config, items):

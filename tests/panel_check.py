@@ -1,8 +1,8 @@
 """Reading a lab panel (the HTML a widget or ``labkit.show`` draws) as a learner does, and the contradictions a
 panel may not hold: a mark nobody is told about, "kept" beside printed code that lacks the op, "removed" beside
 code that holds it, a mark of a stage that did not run beside that stage's printed code, a bare call index.
-Used by tests/test_widget_states.py (every state, against plain-torch replicas) and tests/test_browser.py (the
-page JupyterLab really shows)."""
+Used by tests/labkit/test_widgets_states.py (every state, against plain-torch replicas) and
+tests/delivery/test_browser.py (the page JupyterLab really shows)."""
 
 import re
 from html.parser import HTMLParser

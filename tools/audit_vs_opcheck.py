@@ -6,7 +6,7 @@ Run it in a throwaway venv holding the reference torch plus the packages (never 
 
     python -m venv /tmp/ops && /tmp/ops/bin/pip install torch==2.13.0 bitsandbytes==0.50.2 torchao==0.18.0
     /tmp/ops/bin/pip install --no-deps -e . && /tmp/ops/bin/python tools/audit_vs_opcheck.py
-    /tmp/ops/bin/python -m pytest --noconftest -o addopts= tests/test_audit_third_party.py   # as a test
+    /tmp/ops/bin/python -m pytest --noconftest -o addopts= tests/labkit/test_audit_third_party.py   # as a test
 
 Each package's sample inputs live in ``tools/real_ops/<package>_samples.py`` (taken from the package's own
 tests). For each call, the table gives the opcheck tests that failed, audit's findings, and whether they agree;

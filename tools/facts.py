@@ -130,7 +130,8 @@ def agendas(root: pathlib.Path, lab: dict, minutes: dict[str, int]) -> list[str]
         buffer = length - sum(block[1] for block in blocks)
         if buffer < workshop["min_buffer"] * length:
             raise FactsError(f"the {length}-minute agenda leaves {buffer} min of buffer, less than "
-                             f"{workshop['min_buffer']:.0%}: take a notebook out of it in pyproject's [tool.lab.workshop]")
+                             f"{workshop['min_buffer']:.0%}: take a notebook out of it in pyproject's "
+                             "[tool.lab.workshop]")
         lines += ["", f"### {length} minutes", "",
                   "| Start | Block | Minutes | When late, skip |", "|---|---|---|---|"]
         start = 0

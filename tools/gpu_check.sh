@@ -5,7 +5,7 @@
 # then, back on your own machine:  python tools/gpu_runs.py take /some/folder
 # In parallel, each step with a time limit (the sum of what runs at once stays under 16 cores):
 #   preflight    python -m labkit.preflight
-#   gpu_tests    the tests with CUDA-only paths (tests/test_dce.py, tests/test_env.py)
+#   gpu_tests    the tests with CUDA-only paths (tests/labkit/test_experiments.py, tests/labkit/test_env.py)
 #   record_NN    a fresh recording of each notebook with GPU cells, into $OUT/recordings, executed notebook kept
 #   nbval_lax    every notebook under nbval-lax with CUDA, each cell's verdict named in $OUT/nbval_cells.log
 # Then tools/gpu_runs.py summarize writes $OUT/gpu-run.json (device, torch, Triton, commit, per-notebook cells).
@@ -28,7 +28,7 @@ step() { local name=$1 limit=$2; shift 2; local t0=$SECONDS
   echo "=== $name: rc $rc, $((SECONDS - t0)) s" | tee -a "$LOG"; }
 
 step preflight 150 $PY -m labkit.preflight &
-step gpu_tests "$LIMIT" $PY -m pytest -q -p no:cacheprovider -rs $(xdist 2) tests/test_dce.py tests/test_env.py &
+step gpu_tests "$LIMIT" $PY -m pytest -q -p no:cacheprovider -rs $(xdist 2) tests/labkit/test_experiments.py tests/labkit/test_env.py &
 for nn in $($PY -c "import sys; sys.path.insert(0, 'tools'); import record_gpu, build_notebooks
 print(' '.join(s.stem[:2] for s in build_notebooks.all_sources() if record_gpu.gpu_cells(s)))"); do
   step "record_$nn" "$LIMIT" $PY tools/record_gpu.py "$nn" --into "$OUT/recordings" --executed "$OUT/executed" &

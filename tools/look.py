@@ -7,7 +7,7 @@
 The lab is served from a copy of this checkout (nothing is saved over it), with the JupyterLab settings
 the lab ships (binder/postBuild), by this Python's jupyter. Screenshots of the notebook panel go to
 ``--out`` (``/tmp/look/NN-page-KK.png``): open them and read them as a learner would.
-Needs playwright and /usr/bin/chromium (Debian's package ``chromium``), as tests/test_browser.py does.
+Needs playwright and /usr/bin/chromium (Debian's package ``chromium``), as tests/delivery/test_browser.py does.
 """
 
 from __future__ import annotations

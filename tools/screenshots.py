@@ -6,11 +6,11 @@ It takes 3.5 to 4.5 minutes on a busy 2-core machine (measured: 3 min 33 s, 4 mi
 pictured notebooks agree with their sources (``tools/build_notebooks.py --check``): JupyterLab shows the built
 notebook, the manifest digests its source.
 
-Every picture is taken by ``tests/test_browser.py`` in ``./lab``'s own JupyterLab, driven in Chromium
+Every picture is taken by ``tests/delivery/test_browser.py`` in ``./lab``'s own JupyterLab, driven in Chromium
 (Debian's ``chromium`` and playwright, ``tests/requirements.txt``). With ``LAB_UPDATE_SCREENSHOTS=1``
 the test copies each picture to ``docs/screenshots/`` and writes its entry in
 ``docs/screenshots/manifest.json``: the date, a digest of each file whose content the picture shows
-(``SHOWS``), and, for the first run, the names JupyterLab's file browser listed. ``tests/test_screenshots.py``
+(``SHOWS``), and, for the first run, the names JupyterLab's file browser listed. ``tests/delivery/test_screenshots.py``
 (fast, no browser) recomputes them from the working tree and fails, naming the picture and this
 command, once any of them changed: a picture is never older than what it shows.
 """
@@ -141,7 +141,7 @@ def stale() -> list[str]:
 
 def main() -> int:
     started = time.monotonic()
-    chromium = os.environ.get("LAB_CHROMIUM", "/usr/bin/chromium")  # as tests/test_browser.py
+    chromium = os.environ.get("LAB_CHROMIUM", "/usr/bin/chromium")  # as tests/delivery/test_browser.py
     if not pathlib.Path(chromium).exists():
         print(f"No Chromium at {chromium}: install Debian's (apt-get install chromium), then run this again.")
         return 1
@@ -152,7 +152,8 @@ def main() -> int:
         return 1
     env = dict(os.environ, LAB_UPDATE_SCREENSHOTS="1", LAB_CI="1", TORCHINDUCTOR_VEC_ISA_OK="1")
     # LAB_CI=1: a missing Chromium or playwright fails instead of skipping; -n 0: one browser, one worker
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "0", "-q", "tests/test_browser.py"]
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "0", "-q",
+               "tests/delivery/test_browser.py"]
     print("$", " ".join(command[2:]), flush=True)
     tests = subprocess.run(command, cwd=ROOT, env=env).returncode
     problems = stale()

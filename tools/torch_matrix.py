@@ -13,7 +13,7 @@ installed with ``--no-deps``, as the notebooks' Colab cell does.
 
 Results accumulate in docs/torch-versions.json (one entry per row, replaced when re-run);
 docs/torch-versions.md is rewritten from it, and labkit's CHECKED_ON must match the releases
-whose notebooks all passed there (tests/test_env.py checks).
+whose notebooks all passed there (tests/labkit/test_env.py checks).
 """
 
 from __future__ import annotations

@@ -1,0 +1,50 @@
+"""Requirements stay friendly to Colab (torch already there, ipywidgets 7.7) and Binder (CPU torch),
+and the reference torch is stated once, in pyproject.toml's [tool.lab]."""
+
+import subprocess
+
+try:
+    import tomllib
+except ImportError:  # Python 3.10: requirements.txt installs tomli there
+    import tomli as tomllib
+
+from requirement_files import lines, requirements
+
+from repo import ROOT
+
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+REFERENCE_TORCH = PYPROJECT["tool"]["lab"]["reference_torch"]
+
+
+def _named(path, name):
+    return [str(r) for r in requirements(ROOT / path) if r.name == name]
+
+
+def test_torch_is_a_range_never_a_pin_for_users():
+    """Which floor is written by tools/build_notebooks.py --facts; that it is a floor, never a pin, here."""
+    for torch in (_named("requirements.txt", "torch"),
+                  [d for d in PYPROJECT["project"]["dependencies"] if d.startswith("torch")]):
+        assert len(torch) == 1 and torch[0].startswith("torch>=") and "," not in torch[0], torch
+
+
+def test_ipywidgets_accepts_colabs_7_7():
+    assert _named("requirements.txt", "ipywidgets") == ["ipywidgets<9,>=7.7"]
+    assert "ipywidgets>=7.7,<9" in PYPROJECT["project"]["dependencies"]
+
+
+def test_binder_installs_labkit():
+    assert "-e ." in lines(ROOT / "binder" / "requirements.txt")  # its torch pin: tools/facts.py writes it
+
+
+def test_the_lab_script_installs_the_reference_torch_from_pyproject():
+    """./lab reads [tool.lab] reference_torch itself (no copy of the number in the script)."""
+    lab = (ROOT / "lab").read_text()
+    assert "whl/cpu" in lab and REFERENCE_TORCH not in lab
+    printed = subprocess.run(["bash", "-c", "source <(sed -n '/^reference_torch()/,/^}/p' lab); reference_torch"],
+                             cwd=ROOT, capture_output=True, text=True)
+    assert printed.stdout.strip() == REFERENCE_TORCH, printed.stderr
+
+
+def test_ci_runs_exactly_the_readme_test_command():
+    assert "exec ./lab test" in (ROOT / ".ci" / "run").read_text()
+    assert "./lab test" in (ROOT / "README.md").read_text()

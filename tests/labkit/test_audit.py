@@ -1,0 +1,186 @@
+"""labkit.audit(op, *inputs) on a correct op and on each buggy declaration (real torch, CPU); on stale, raw and
+hostile handles a finding, never a crash."""
+
+import pytest
+import torch
+
+import labkit
+from fresh_python import assert_survived, run_python
+from labkit import audit
+
+CASES = {
+    "correct": (dict(writes=("x",), mutates_args=("x",), returns="none"), set()),
+    "undeclared mutation": (dict(writes=("x",), returns="none"), {"declaration", "opcheck", "compile"}),
+    "over-declared": (dict(mutates_args=("x",), returns="none"), {"declaration"}),
+    "returns its input": (dict(writes=("x",), mutates_args=("x",), returns="input"), {"eager"}),
+    "no fake kernel": (dict(fake=False), {"opcheck", "compile"}),
+    "pure and honest": (dict(), set()),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_audit_finds_exactly_the_expected_kinds_of_problem(case):
+    fields, kinds = CASES[case]
+    report = audit(labkit.declare(name="t::audited", **fields), torch.randn(3))
+    assert report.kinds() == kinds, str(report)
+    assert report.ok is (not kinds)
+    for finding in report.findings:
+        assert finding.problem and finding.why and finding.fix
+
+
+def test_findings_name_the_argument_and_the_fix():
+    report = audit(labkit.declare(name="t::audited", writes=("x",), returns="none"), torch.randn(3))
+    declaration = [f for f in report.findings if f.check == "declaration"][0]
+    assert declaration.problem == "the kernel changes 'x' in place but does not declare it"
+    assert declaration.fix == "add 'x' to mutates_args"
+    compiled = [f for f in report.findings if f.check == "compile"][0]
+    assert "x differs afterwards" in compiled.problem and "inductor, dynamic=True" in compiled.problem
+
+
+def test_a_raw_custom_op_and_a_two_argument_op():
+    @torch.library.custom_op("t::raw_fill", mutates_args=("out",))
+    def raw_fill(x: torch.Tensor, out: torch.Tensor) -> None:
+        out.copy_(x * 2)
+
+    assert audit(raw_fill, torch.randn(3), torch.zeros(3)).ok
+    assert audit(torch.ops.t.raw_fill, torch.randn(3), torch.zeros(3)).ok
+
+
+def test_bad_input_never_raises():
+    assert audit("not an op").findings[0].check == "input"
+    report = audit(labkit.declare(name="t::audited"), "not a tensor")
+    assert not report.ok and all(f.fix for f in report.findings)
+
+
+def test_the_report_renders_as_text_and_html():
+    report = audit(labkit.declare(name="t::audited", writes=("x",), returns="none"), torch.randn(3))
+    assert "fix: add 'x' to mutates_args" in str(report)
+    assert "<table>" in report._repr_html_() and "not checkable here" in report._repr_html_()
+
+
+def _reverse_op(name, mutates, guard=False):
+    """src reversed into dst, one element at a time (it reads src while it writes dst); ``guard``: copy src first
+    when the two share storage."""
+    def kernel(src: torch.Tensor, dst: torch.Tensor) -> None:
+        if guard and src.untyped_storage().data_ptr() == dst.untyped_storage().data_ptr():
+            src = src.clone()
+        n = src.shape[0]
+        for k in range(n):
+            dst[n - 1 - k] = src[k]
+
+    op = torch.library.custom_op(f"t::{name}", kernel, mutates_args=mutates)
+    op.register_fake(lambda src, dst: None)
+    return op
+
+
+def test_audit_calls_an_op_the_way_198031_breaks_it():
+    """A correctly declared op, given a clone of the tensor it writes as the tensor it reads: Inductor hands it one
+    buffer twice up to torch 2.14 (pytorch #198031), which audit reports; 2.15.0 keeps the clone."""
+    report = labkit.audit(_reverse_op("reverse_into", ("dst",)), torch.zeros(8), torch.zeros(8))
+    aliasing = [f for f in report.findings if f.check == "aliasing"]
+    if labkit.env.torch_version() < (2, 15):
+        assert len(aliasing) == 1, report
+        assert "op(src=<a clone of dst>, dst=...)" in aliasing[0].problem
+        assert "same buffer for both" in aliasing[0].why and "#198031" in aliasing[0].why
+        assert "untyped_storage().data_ptr()" in aliasing[0].fix
+    else:
+        assert aliasing == [], report
+
+
+def test_a_kernel_that_copies_what_it_reads_when_shared_has_no_aliasing_finding():
+    report = labkit.audit(_reverse_op("reverse_guarded", ("dst",), guard=True), torch.zeros(8), torch.zeros(8))
+    assert [f for f in report.findings if f.check == "aliasing"] == [], report
+
+
+# --- stale, raw and hostile handles: a finding, never a crash (the stale ones in a fresh Python) ------------
+
+
+def test_auditing_a_dropped_handle_refuses_instead_of_crashing():
+    lines = assert_survived(run_python("""
+        import torch, labkit
+        lie = labkit.declare(name="p5c::bump", writes=("x",), mutates_args=(), returns="none")
+        labkit.drop("p5c::bump")
+        report = labkit.audit(lie, torch.ones(3))
+        print(report.ok, report.findings[0].check)
+        print(report.findings[0].problem)
+    """))
+    assert lines[0] == "False input"
+    assert "stale" in lines[1] and "Run again the cell that declares it" in lines[1]
+
+
+def test_auditing_a_redeclared_handle_is_not_a_clean_bill_of_health():
+    lines = assert_survived(run_python("""
+        import torch, labkit
+        lie = labkit.declare(name="p5c::bump", writes=("x",), mutates_args=(), returns="none")
+        labkit.declare(name="p5c::bump", writes=("x",), mutates_args=(), returns="none")
+        report = labkit.audit(lie, torch.ones(3))
+        print(report.ok, [f.check for f in report.findings])
+    """))
+    assert lines[-1] == "False ['input']"
+
+
+def test_raw_handles_that_dangle_are_refused_too():
+    """A learner's own stale CustomOpDef, packet or overload: torch would run freed state."""
+    lines = assert_survived(run_python("""
+        import torch, labkit
+
+        @torch.library.custom_op("mylab::op", mutates_args=())
+        def first(x: torch.Tensor) -> torch.Tensor:
+            return x + 100
+
+        packet, overload = torch.ops.mylab.op, torch.ops.mylab.op.default
+
+        @torch.library.custom_op("mylab::op", mutates_args=("x",))
+        def second(x: torch.Tensor) -> None:
+            x.add_(1)
+
+        for handle in (first, packet, overload):
+            report = labkit.audit(handle, torch.ones(3))
+            print([f.check for f in report.findings], "stale" in report.findings[0].problem)
+        print(labkit.audit(second, torch.ones(3)).ok, labkit.audit(torch.ops.mylab.op, torch.ones(3)).ok)
+    """))
+    assert lines == ["['input'] True"] * 3 + ["True True"]
+
+
+def test_audit_survives_hostile_objects():
+    class Hostile:
+        def __repr__(self):
+            raise RuntimeError("no repr for you")
+
+        def __getattr__(self, name):
+            raise RuntimeError("no attributes either")
+
+    for thing in (Hostile(), None, 42, "x" * 10_000, torch.ones(2), torch.add, torch.ops.aten):
+        report = audit(thing)
+        assert report.findings[0].check == "input" and len(report.op) <= 80
+
+
+def test_labkit_audit_is_callable_as_documented():
+    report = labkit.audit(labkit.declare("t_adv::audited"), torch.ones(2))
+    assert report.ok, str(report)
+    from labkit.auditing import audit as same
+
+    assert same is labkit.audit
+
+
+# --- correct ops whose write leaves the values as they were: no advice to drop the declaration --------------
+
+
+def _prefilled_add_out():
+    x, y = torch.randn(3), torch.randn(3)
+    return torch.ops.aten.add.out, (x, y), {"out": x + y}
+
+
+@pytest.mark.parametrize("case", [
+    _prefilled_add_out,
+    lambda: (torch.ops.aten.zero_.default, (torch.zeros(3),), {}),
+    lambda: (torch.ops.aten.relu_.default, (torch.rand(3),), {}),
+    lambda: (torch.ops.aten.clamp_.default, (torch.rand(3), 0.0, 1.0), {}),
+    lambda: (torch.ops.aten.detach_.default, (torch.randn(3),), {}),
+], ids=["add.out pre-filled", "zero_ of zeros", "relu_ of non-negatives", "clamp_ in range", "detach_"])
+def test_a_write_of_equal_values_is_not_called_undeclared_advice(case):
+    """Advising to drop 'out' from mutates_args here would create the silent bug the lab teaches."""
+    op, args, kwargs = case()
+    report = labkit.audit(op, *args, **kwargs)
+    assert "drop" not in str(report) and "remove" not in str(report), str(report)
+    assert not [f for f in report.findings if f.check == "declaration"], str(report)

@@ -1,0 +1,115 @@
+"""labkit.logs: torch's own log (torch_logs), caught for a cell to assert on, and torch's defaults afterwards; a missing
+tlparse; Inductor's code and a logger's messages as data."""
+
+import sys
+
+import torch
+
+import labkit
+from labkit import logs
+
+
+def test_torch_logs_catches_the_aot_graph_and_leaves_stderr_alone(capfd):
+    def double(x):
+        return x * 2
+
+    with labkit.torch_logs(aot_graphs=True) as log:
+        torch.compile(double, backend="aot_eager")(torch.ones(3))
+    assert any("torch.ops.aten.mul.Tensor" in line for line in log.artifact("aot_graphs"))
+    assert log.artifact("graph_code") == []
+    before = len(log.getvalue())
+    torch.compile(lambda x: x + 1, backend="aot_eager")(torch.ones(3))  # after the block: not logged, not caught
+    assert len(log.getvalue()) == before
+    assert "aot_graphs" not in capfd.readouterr().err
+    assert sys.stderr is not log
+
+
+def _torch_logging():
+    import logging
+
+    return {name: (list(logger.handlers), logger.level, logger.propagate)
+            for name, logger in logging.Logger.manager.loggerDict.items()
+            if name.startswith("torch") and isinstance(logger, logging.Logger)}
+
+
+def test_after_the_block_torch_logs_where_it_logged_before():
+    import logging
+
+    before = _torch_logging()
+    with labkit.torch_logs(graph_code=True, dynamo=logging.INFO) as log:
+        torch.compile(lambda x: x * 3, backend="eager")(torch.ones(2))
+    assert log.artifact("graph_code")
+    finished = len(log.getvalue())
+    logging.getLogger("torch._dynamo").warning("a torch warning after the block")
+    assert len(log.getvalue()) == finished, "torch's log still goes into the finished block's buffer"
+    after = _torch_logging()
+    assert {name: after[name] for name in before} == before
+
+
+def test_a_learners_own_set_logs_survives_a_torch_logs_block(capfd):
+    """torch_logs gives back torch's record of what was on, not the record its own set_logs overwrote."""
+    from torch._logging import _internal
+
+    torch._logging.set_logs(recompiles=True)
+    try:
+        with labkit.torch_logs(graph_code=True):
+            torch.compile(lambda x: x * 5, backend="eager")(torch.ones(2))
+        assert _internal._get_log_state().artifact_names == {"recompiles"}, "the learner's setting is kept"
+        compiled = torch.compile(lambda x: x * 7, backend="eager")
+        compiled(torch.ones(2)), compiled(torch.ones(3, 3))
+        assert "Recompiling function" in capfd.readouterr().err, "and still logs"
+    finally:
+        torch._logging.set_logs()
+
+
+def test_a_missing_tlparse_is_one_sentence_naming_the_install_and_nothing_is_downloaded(monkeypatch, tmp_path):
+    """Nothing downloads while a lesson runs: without tlparse, torch_trace_report refuses before it starts the
+    traced program (it used to pip-install tlparse there)."""
+    import shutil
+    import subprocess
+
+    from labkit import logs
+
+    monkeypatch.setattr(shutil, "which", lambda name, *a, **k: None)
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "bin" / "python"))  # nothing beside it
+    started = []
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: started.append(a))
+    assert logs.tlparse_command() is None
+    try:
+        logs.torch_trace_report("print('hi')")
+    except logs.ToolMissing as refused:
+        assert "%pip install tlparse" in str(refused) and "\n" not in str(refused)
+        assert refused._render_traceback_() == [f"ToolMissing: {refused}"]
+    else:
+        raise AssertionError("torch_trace_report ran without tlparse")
+    assert started == [], "no pip, no traced program"
+
+
+def test_the_colab_cell_installs_tlparse_with_labkit():
+    import build_notebooks
+
+    assert '"tlparse>=0.4"' in build_notebooks.colab_install_cell()
+
+
+# --- Inductor's code and a logger's messages, as notebooks 08 and 09 read them ------------------------------
+
+
+def test_inductor_code_is_this_compiles_own_code_and_code_lines_skip_comments():
+    code = logs.inductor_code(lambda x: x * 2 + 1, torch.ones(4))
+    assert "def call(" in code
+    assert logs.code_lines(code, "_fused_") and not any(line.startswith("#") for line in logs.code_lines(code, "e"))
+    again = logs.inductor_code(lambda x: x * 2 + 1, torch.ones(4))
+    assert "def call(" in again, "a second compile of the same function still returns code: no cached artifact"
+
+
+def test_logged_collects_a_loggers_messages_without_printing_and_restores_it():
+    import logging
+
+    logger = logging.getLogger("torch.labkit_test")
+    level, propagate = logger.level, logger.propagate
+    with logs.logged("torch.labkit_test", logging.INFO) as messages:
+        logger.info("seen %d", 1)
+        logger.debug("not at this level")
+    assert messages == ["seen 1"]
+    assert (logger.level, logger.propagate) == (level, propagate)
+    assert labkit.logs is logs

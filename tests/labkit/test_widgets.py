@@ -1,0 +1,276 @@
+"""labkit.widgets: the labs driven from Python, as a learner's clicks would drive them (no frontend needed); the
+refusals they show come from labkit's core; what every lab shares (LabWidget)."""
+
+import itertools
+
+import ipywidgets
+import pytest
+import torch
+
+import labkit
+from labkit import experiments as e, ops, widgets as w
+from labkit.experiments import DECLARATIONS
+from labkit.widgets import DeclarationLab
+
+EXPECTED = {  # declaration -> (what happens, does compiled agree with eager?)
+    "correct": ("agree", True),
+    "undeclared mutation": ("differ", False),
+    "over-declared": ("agree", True),
+    "returns its input": ("alias_return", None),
+    "no fake kernel": ("missing_fake", None),
+    '"unknown"': ("agree", True),
+}
+
+
+@pytest.fixture(scope="module")
+def lab():
+    widget = DeclarationLab(namespace="t_decl")
+    yield widget
+    ops.drop_namespace("t_decl")
+
+
+@pytest.mark.parametrize("declaration, backend", list(itertools.product(DECLARATIONS, ["aot_eager", "inductor"])))
+def test_every_declaration_on_every_backend(lab, declaration, backend):
+    lab.set(declaration=declaration, backend=backend, dynamic="False")
+    report = lab.report
+    outcome, agree = EXPECTED[declaration]
+    if agree is None:
+        error = report.eager_error or report.error
+        assert error is not None and error.kind == outcome
+        assert error.message in lab.view.value.replace("&#x27;", "'").replace("&lt;", "<").replace("&gt;", ">")
+    else:
+        assert report.verdict.agree is agree
+        assert ("agree" if agree else "DIFFER") in lab.view.value
+    assert lab.schema in lab.view.value.replace("&gt;", ">")
+    name = e.declaration_spec(declaration, "t_decl").name
+    if declaration == "undeclared mutation":
+        assert report.compiled_calls[name] == 0 and report.fate(name)["aot"] is False
+    if declaration == "over-declared":  # correct but not free: the useless call is kept
+        assert report.compiled_calls[name] == 2 and report.fate(name)["aot"] is True
+        assert any(n.target == "copy_.default" for n in report.aot_graphs[0].nodes)
+    if declaration == '"unknown"':
+        assert "Tensor(a0!) x" in lab.schema
+
+
+def test_the_result_matches_a_fresh_computation(lab):
+    lab.set(declaration="undeclared mutation", backend="aot_eager", dynamic="None")
+    cached = lab.report
+    _, fresh = e.declaration_experiment("undeclared mutation", "aot_eager", None, "t_decl")
+    assert cached.verdict == fresh.verdict and cached.graphs_per_call == fresh.graphs_per_call
+    assert cached.compiled_calls == fresh.compiled_calls
+
+
+@pytest.mark.parametrize("dynamic, graphs", [("False", [1, 1]), ("True", [1, 0]), ("None", [1, 1])])
+def test_dynamic_modes_change_the_number_of_graphs(lab, dynamic, graphs):
+    lab.set(declaration="correct", backend="aot_eager", dynamic=dynamic)
+    assert lab.report.graphs_per_call == graphs
+
+
+def test_setting_a_single_control_redraws(lab):
+    lab.set(declaration="correct", backend="aot_eager", dynamic="False")
+    before = lab.view.value
+    lab.controls["declaration"].value = "undeclared mutation"
+    assert lab.view.value != before and "DIFFER" in lab.view.value
+    assert lab.state == ("undeclared mutation", "aot_eager", "False")
+
+
+def test_seen_states_are_served_from_the_cache(lab):
+    lab.set(declaration="correct", backend="aot_eager", dynamic="False")
+    report = lab.report
+    lab.set(declaration="over-declared")
+    lab.set(declaration="correct")
+    assert lab.report is report
+
+
+def test_an_impossible_value_is_refused_by_the_control_and_the_kernel_lives(lab):
+    import traitlets
+
+    with pytest.raises(traitlets.TraitError):
+        lab.controls["declaration"].value = "no such declaration"
+    lab.set(declaration="correct")
+    assert "agree" in lab.view.value
+
+
+def test_a_failing_compute_shows_a_message_instead_of_raising():
+    class Broken(DeclarationLab):
+        def compute(self, state):
+            raise RuntimeError("boom")
+
+    broken = Broken(namespace="t_decl")
+    assert "could not compute this state" in broken.view.value and "boom" in broken.view.value
+
+
+def test_display_bundle_has_a_static_fallback(lab):
+    from IPython.core.formatters import DisplayFormatter  # noqa: F401 - IPython is there
+    from unittest import mock
+
+    shown = []
+    with mock.patch("IPython.display.display", lambda data, raw: shown.append(data)):
+        lab._ipython_display_()
+    bundle = shown[0]
+    assert bundle["text/plain"].startswith("DeclarationLab(")
+    assert "static view of" in bundle["text/html"]
+    assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == lab.ui.model_id
+
+
+class _InterruptedOnce(DeclarationLab):
+    """Ctrl-C arrives during the first compile of "undeclared mutation" (as a learner's stop button would)."""
+
+    interrupt = False
+
+    def compute(self, state):
+        if self.interrupt:
+            self.interrupt = False
+            raise KeyboardInterrupt
+        return super().compute(state)
+
+
+def test_ctrl_c_during_a_compile_shows_interrupted_and_the_next_change_recovers():
+    lab = _InterruptedOnce(namespace="t_decl_int")
+    try:
+        lab.interrupt = True
+        with pytest.raises(KeyboardInterrupt):
+            lab.set(declaration="undeclared mutation")
+        assert "Interrupted" in lab.view.value and "compiling" not in lab.status.value
+        assert "agree" not in lab.view.value  # not the old ("correct") report
+        assert "declaration='undeclared mutation'" in lab.describe()
+        lab.set(backend="inductor")
+        lab.set(backend="aot_eager")  # back to the interrupted state: computed now, not remembered as interrupted
+        assert "DIFFER" in lab.view.value and "Interrupted" not in lab.view.value
+    finally:
+        lab.close()
+        ops.drop_namespace("t_decl_int")
+
+
+def _shown_bundle(lab):
+    from unittest import mock
+
+    shown = []
+    with mock.patch("IPython.display.display", lambda data, raw: shown.append(data)):
+        lab._ipython_display_()
+    return shown[0]
+
+
+def test_a_closed_lab_displays_one_sentence():
+    lab = DeclarationLab(namespace="t_decl_closed")
+    lab.close()
+    bundle = _shown_bundle(lab)
+    assert set(bundle) == {"text/plain"} and "closed (lab.close())" in bundle["text/plain"]
+    assert lab.closed and "DeclarationLab(" in repr(lab)
+    ops.drop_namespace("t_decl_closed")
+
+
+def test_the_static_view_names_the_state_its_report_was_computed_with():
+    """Greyed-out controls hold values the compute ignores: the static view names the values it used."""
+    naming_lab = w.NamingLab(namespace="t_static_n", scheme="one shared name", typed_name="mine::ignored")
+    dynamic_lab = w.DynamicLab(namespace="t_static_d", declaration="has_side_effect", op_kind="data-dependent")
+    try:
+        for lab in (naming_lab, dynamic_lab):
+            html_view = _shown_bundle(lab)["text/html"].replace("&#x27;", "'")
+            used = ", ".join(f"{name}={value!r}" for name, value in zip(lab.controls, lab.state))
+            assert f"static view of: {used};" in html_view
+        assert "ignored" not in _shown_bundle(naming_lab)["text/html"]
+        assert "data-dependent" not in _shown_bundle(dynamic_lab)["text/html"].split("</p>")[0]
+    finally:
+        naming_lab.close()
+        dynamic_lab.close()
+        ops.drop_namespace("t_static_n")
+        ops.drop_namespace("t_static_d")
+
+
+# --- the refusals a widget shows come from labkit's core, and are asked again, never remembered -------------
+
+
+def test_the_naming_widget_gets_the_refusal_from_the_core():
+    """Widgets only pass the namespace on; the sentence comes from naming.run."""
+    @torch.library.custom_op("t_adv::op", mutates_args=())
+    def mine(x: torch.Tensor) -> torch.Tensor:
+        return x + 100
+
+    from labkit.widgets import NamingLab
+
+    lab = NamingLab(namespace="t_adv", scheme="one shared name")
+    assert "already exists" in lab.outcome.problem and not lab.outcome.steps
+    assert mine(torch.zeros(1)).item() == 100.0
+
+
+def test_the_declaration_widget_gets_the_refusal_from_the_core():
+    from labkit.widgets import DeclarationLab
+
+    DeclarationLab(namespace="t_adv", declaration="correct")  # learn the name it declares
+    (name,) = labkit.drop_namespace("t_adv")
+    torch.library.custom_op(name, lambda x: x + 100, mutates_args=(), schema="(Tensor x) -> Tensor")
+    lab = DeclarationLab(namespace="t_adv", declaration="correct")
+    assert "labkit did not create it" in lab.view.value
+    namespace, op = name.split("::")
+    assert getattr(getattr(torch.ops, namespace), op)(torch.zeros(1)).item() == 100.0
+
+
+def test_a_declaration_lab_refuses_none_in_one_sentence():
+    lab = w.DeclarationLab(namespace="t_adv_w")
+    with pytest.raises(ValueError, match="declaration must be one of"):
+        lab.set(declaration=None)
+    with pytest.raises(ValueError, match="declaration must be one of"):
+        e.declaration_experiment(None, "aot_eager", False)
+    assert "Declaration lab" in lab.ui.children[0].value  # the live title
+    lab.close()
+
+
+def test_a_refused_name_is_asked_again_not_remembered():
+    """"already exists" may stop being true (the name is freed), so NamingLab never caches a refusal."""
+    lab = w.NamingLab(namespace="t_adv_n", scheme="a name I type", typed_name="")
+    labkit.declare(name="t_adv_taken::op", returns="none")
+    lab.set(typed_name="t_adv_taken::op")
+    first = lab.outcome
+    assert "already exists" in first.problem and lab.state not in lab._cache
+    assert lab.outcome is not first and lab.outcome == first  # computed again, from the kernel as it is now
+    lab.close()
+
+
+# --- what every lab shares (LabWidget): set, every_state, close, on a lab whose compute is free -------------
+
+
+class Cheap(w.LabWidget):
+    """A lab whose compute is free, to exercise the plumbing many times."""
+
+    title = "Cheap lab"
+
+    def __init__(self, a="x", text=""):
+        super().__init__({"a": ipywidgets.ToggleButtons(options=["x", "y"], value=a, description="a"),
+                          "text": ipywidgets.Text(value=text, description="text")})
+
+    def compute(self, state):
+        return state
+
+    def render(self, result):
+        return f"<p>{result}</p>"
+
+
+def _alive() -> int:
+    return len(ipywidgets.Widget._active_widgets if hasattr(ipywidgets.Widget, "_active_widgets")
+               else ipywidgets.Widget.widgets)
+
+
+def test_set_is_all_or_nothing():
+    lab = Cheap()
+    view = lab.view.value
+    for bad in (dict(a="y", text=None), dict(a=None), dict(nope=1), dict(a="z", text="ok")):
+        with pytest.raises(ValueError):
+            lab.set(**bad)
+        assert lab.state == ("x", "") and lab.view.value == view
+    lab.set(a="y", text="t")
+    assert lab.view.value == "<p>('y', 't')</p>"
+
+
+def test_every_state_covers_every_combination():
+    states = list(Cheap().every_state())
+    assert len(states) == 2 * 3 and {"a": "y", "text": "mylab::my_op"} in states
+
+
+def test_closing_many_labs_leaves_no_widgets_alive():
+    before = _alive()
+    labs = [Cheap() for _ in range(150)]
+    assert _alive() > before + 150
+    for lab in labs:
+        lab.close()
+    assert _alive() == before

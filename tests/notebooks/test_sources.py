@@ -1,0 +1,187 @@
+"""Every notebook matches its source (tools/build_notebooks.py --check), carries no stored errors, and follows the
+lab's shape; every generated fact is current (--facts, tools/facts.py), and the builder refuses what it must."""
+
+import json
+import re
+import pathlib
+import shutil
+import subprocess
+import sys
+
+from repo import ROOT
+
+SOURCES = sorted((ROOT / "tools" / "notebook_sources").glob("[0-9][0-9]_*.py"))
+NOTEBOOKS = [ROOT / "notebooks" / f"{source.stem}.ipynb" for source in SOURCES]
+
+
+def _check(root: pathlib.Path, *names: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(root / "tools" / "build_notebooks.py"), "--check", *names],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_notebooks_match_their_sources():
+    done = _check(ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_check_executes_nothing_and_names_the_notebook_whose_source_changed(tmp_path):
+    """--check compares cells only: a changed source fails it with one line naming that notebook,
+    and no notebook is rebuilt (--check 02 used to re-execute notebook 02 over the stored one)."""
+    _copy_of_the_lab(tmp_path)
+    source = tmp_path / "tools" / "notebook_sources" / SOURCES[2].name
+    source.write_text(source.read_text() + "\n# %%\nprint('a new cell')\n")
+    stored = (tmp_path / "notebooks" / NOTEBOOKS[2].name).read_bytes()
+
+    everything, only_that_one, another_one = _check(tmp_path), _check(tmp_path, SOURCES[2].stem[:2]), \
+        _check(tmp_path, SOURCES[0].stem[:2])
+    assert everything.returncode == only_that_one.returncode == 1
+    assert everything.stdout.splitlines() == only_that_one.stdout.splitlines()
+    assert len(everything.stdout.splitlines()) == 1 and NOTEBOOKS[2].name in everything.stdout
+    assert another_one.returncode == 0, another_one.stdout
+    assert (tmp_path / "notebooks" / NOTEBOOKS[2].name).read_bytes() == stored
+
+
+def _copy_of_the_lab(tmp_path: pathlib.Path) -> pathlib.Path:
+    """The files tools/build_notebooks.py --facts reads and writes, with only the registered sources."""
+    for folder in ("tools", "notebooks", "labkit", "docs", "binder"):
+        shutil.copytree(ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__", "*.png"))
+    for name in ("pyproject.toml", "README.md", "INSTRUCTORS.md", "requirements.txt"):
+        shutil.copy(ROOT / name, tmp_path)
+    import facts
+    registered = {nb["stem"] for nb in facts.pyproject(ROOT)["tool"]["lab"]["notebooks"]}
+    for source in (tmp_path / "tools" / "notebook_sources").glob("[0-9][0-9]_*.py"):
+        if source.stem not in registered:  # a notebook being written, not yet registered
+            source.unlink()
+    return tmp_path
+
+
+def _facts(root: pathlib.Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(root / "tools" / "build_notebooks.py"), "--facts"],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_every_generated_fact_is_current():
+    """README's notebook table and torch range, notebook 00's map, INSTRUCTORS.md's timings and GPU-room note,
+    docs/measurements.md's times, docs/maintaining.md's GPU table, CHECKED_ON,
+    MINIMUM_TORCH, the torch floor and pin, and labkit.__version__ say what pyproject.toml's registry says."""
+    import facts
+    assert facts.stale(ROOT) == []
+
+
+def test_a_changed_registry_value_fails_check_naming_each_stale_file_and_facts_fixes_it(tmp_path):
+    root = _copy_of_the_lab(tmp_path)
+    assert _check(root).returncode == 0, _check(root).stdout
+    pyproject = root / "pyproject.toml"
+    text = pyproject.read_text()
+    pyproject.write_text(text.replace("round_to = 5", "round_to = 1").replace('minimum_torch = "2.11"',
+                                                                              'minimum_torch = "2.12"'))
+    readme_before = (root / "README.md").read_text()
+
+    stale = _check(root)
+    assert stale.returncode == 1
+    assert "2.12" in stale.stdout and "oldest release" in stale.stdout  # a minimum the table does not measure
+    pyproject.write_text(text.replace("round_to = 5", "round_to = 1"))  # learner times to the minute
+    stale = _check(root)
+    named = {line.split(":")[0] for line in stale.stdout.splitlines()}
+    assert stale.returncode == 1, stale.stdout
+    assert {"README.md", "INSTRUCTORS.md", "tools/notebook_sources/00_start_here.py"} <= named, stale.stdout
+    assert named <= {"README.md", "INSTRUCTORS.md"} | {f"tools/notebook_sources/{s.name}" for s in SOURCES}
+    assert all(line.endswith("run python tools/build_notebooks.py --facts") for line in stale.stdout.splitlines())
+    assert (root / "README.md").read_text() == readme_before  # --check writes nothing
+
+    fixed = _facts(root)
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    import facts  # on the path since _copy_of_the_lab
+    learner = facts.learner_minutes(root, facts.pyproject(root)["tool"]["lab"])
+    readme = (root / "README.md").read_text()
+    assert facts.duration(sum(learner.values())) in readme
+    assert any(minutes % 5 for minutes in learner.values()), "to the minute now, not rounded up to 5"
+    # the notebooks left stale are exactly those whose source (its Time line, 00's map) --facts rewrote
+    left = sorted(line.split(":")[0] for line in _check(root).stdout.splitlines())
+    rewritten = sorted(pathlib.Path(name).stem + ".ipynb" for name in named if name.startswith("tools/"))
+    assert left == rewritten, _check(root).stdout
+
+
+def test_an_agenda_without_its_buffer_or_with_a_missing_section_is_refused(tmp_path):
+    """The agendas are built from the learner times: one that leaves less than min_buffer, or skips a section
+    its notebook does not have, is refused in one sentence that names the fix."""
+    root = _copy_of_the_lab(tmp_path)
+    pyproject = root / "pyproject.toml"
+    text = pyproject.read_text()
+    pyproject.write_text(text.replace("words_per_minute = 120", "words_per_minute = 40"))  # slow readers
+    refused = _facts(root)
+    assert refused.returncode == 1 and "agenda leaves" in refused.stdout + refused.stderr, refused.stdout
+    assert "take a notebook out of it" in refused.stdout + refused.stderr
+    pyproject.write_text(text.replace('when_late = "§3, and the exercise', 'when_late = "§9, and the exercise', 1))
+    refused = _facts(root)
+    assert refused.returncode == 1 and "names §9, which the notebook has no section for" in \
+        refused.stdout + refused.stderr, refused.stdout + refused.stderr
+
+
+def test_a_source_without_a_registry_entry_is_refused_but_still_builds_by_name(tmp_path):
+    root = _copy_of_the_lab(tmp_path)
+    new = root / "tools" / "notebook_sources" / "98_new_idea.py"
+    new.write_text("# %% [markdown]\n# # A new idea\n")
+    for command in (_check(root), _facts(root)):
+        assert command.returncode == 1 and "98_new_idea.py has no [[tool.lab.notebooks]] entry" in \
+            command.stdout + command.stderr
+    named = _check(root, "98")  # the notebook's author can check it before it is registered
+    assert "98_new_idea.ipynb is missing" in named.stdout and "entry" not in named.stdout
+    new.unlink()
+    pyproject = root / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace('stem = "06_field_guide"', 'stem = "06_gone"'))
+    assert "registers 06_gone, which has no tools/notebook_sources/06_gone.py" in _check(root).stdout
+
+
+def test_a_new_registered_notebook_builds_by_name_before_the_version_matrix_ran_it(tmp_path):
+    """A new notebook is registered and built before tools/torch_matrix.py can run it (the matrix runs the
+    built notebooks): building it by name only notes that the facts wait for the matrix; --facts and --check
+    still fail until then."""
+    root = _copy_of_the_lab(tmp_path)
+    (root / "tools" / "notebook_sources" / "98_new_idea.py").write_text("# %% [markdown]\n# # 98 · A new idea\n")
+    pyproject = root / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text() + '\n[[tool.lab.notebooks]]\nstem = "98_new_idea"\ntitle = "A new '
+                         'idea"\nidea = "x"\nshort_idea = "x"\nminutes = 1\nexecution_s = 1\ndemo = "x"\n')
+    built = subprocess.run([sys.executable, str(root / "tools" / "build_notebooks.py"), "98", "--any-torch"],
+                           capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stdout + built.stderr
+    assert "note: No row of docs/torch-versions.json ran the registered notebooks" in built.stderr, built.stderr
+    assert (root / "notebooks" / "98_new_idea.ipynb").is_file(), "the notebook was built"
+    assert _facts(root).returncode == 1, "--facts refuses until the matrix ran the new notebook"
+    assert "No row of docs/torch-versions.json ran the registered notebooks" in _check(root).stdout
+
+
+def test_an_unknown_notebook_gets_one_sentence():
+    done = _check(ROOT, "99")
+    assert done.returncode != 0 and done.stderr.strip().count("\n") == 0 and "No notebook '99'" in done.stderr
+
+
+def test_each_notebook_has_the_teaching_shape():
+    assert NOTEBOOKS
+    for path in NOTEBOOKS:
+        cells = json.loads(path.read_text())["cells"]
+        markdown = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+        for part in ("What you will learn", "Time:", "Exercise", "In your own project", "What to remember",
+                     "Question", "Further reading"):
+            assert part in markdown, f"{path.name} lacks '{part}'"
+        source = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+        assert re.search(r"torch\.library\.|torch\.compile\(|set_logs|TORCH_LOGS", source), \
+            f"{path.name} shows no plain torch (torch.library, torch.compile, set_logs)"
+        assert "https://" in markdown, f"{path.name} links nothing to read further"
+        code = [c for c in cells if c["cell_type"] == "code"]
+        assert all(c["execution_count"] is not None for c in code), f"{path.name} has unexecuted cells"
+        assert not [o for c in code for o in c["outputs"] if o["output_type"] == "error"], path.name
+        assert any("assert " in "".join(c["source"]) for c in code), f"{path.name} asserts nothing"
+
+
+def test_a_changed_measured_time_names_every_page_that_states_it(tmp_path):
+    """The cold times moved to docs/measurements.md with their region: --check still keeps them true there."""
+    root = _copy_of_the_lab(tmp_path)
+    pyproject = root / "pyproject.toml"
+    first = re.search(r"(?m)^execution_s = (\d+)$", pyproject.read_text()).group(1)
+    pyproject.write_text(pyproject.read_text().replace("execution_s = ", "execution_s = 1", 1))
+    stale = _check(root)
+    named = {line.split(":")[0] for line in stale.stdout.splitlines()}
+    assert {"README.md", "INSTRUCTORS.md", "docs/measurements.md"} <= named, stale.stdout  # and 00, if its time moved
+    assert _facts(root).returncode == 0
+    assert f"| 1{first} s |" in (root / "docs" / "measurements.md").read_text()  # 23 s became 123 s
