@@ -2,7 +2,8 @@
 
     python benchmarks/widgets.py
 
-For every state of the declaration and dynamic-mode widgets (after one warm-up compile; each distinct state once):
+For every widget the lab shows (labkit.widgets.SHOWINGS), every state (after one warm-up compile; each distinct
+state once); for the declaration and dynamic-mode widgets also against a bare compile of the same function:
   new state  = time of ``widget.set(...)`` for a state it has not shown;
   bare       = ``torch.compiler.reset()`` + ``torch.compile(fn, backend, dynamic)`` + the same calls,
                in the same process, with torch's default caches;
@@ -84,9 +85,40 @@ def dynamic_states():
     return "DynamicLab", rows, back
 
 
+def every_state_timed(showing):
+    """A widget without a bare-torch reference of its own: the time of each new state, every state once."""
+    lab = showing.build()
+    rows, seen = [], {lab.state}
+    for values in lab.every_state():
+        new = timed(lambda: lab.set(**values))  # noqa: B023 - called now
+        if lab.state not in seen:
+            seen.add(lab.state)
+            rows.append((new, None))
+    opened_with = showing.options
+    back = timed(lambda: lab.set(**{k: v for k, v in opened_with.items() if k != "namespace"}))
+    labkit.drop_namespace(lab.namespace)
+    return showing.widget.__name__, rows, back
+
+
+# The widgets with a bare-torch reference here; every other widget the lab shows is timed by every_state_timed.
+REFERENCED = {w.DeclarationLab: declaration_states, w.DynamicLab: dynamic_states}
+
+
+def benchmarks():
+    first_showing = {}
+    for showing in w.SHOWINGS:
+        first_showing.setdefault(showing.widget, showing)
+    return [REFERENCED[cls]() if cls in REFERENCED else every_state_timed(first_showing[cls])
+            for cls in w.widget_classes()]
+
+
 if __name__ == "__main__":
     labkit.warmup.run()
-    for name, rows, back in (declaration_states(), dynamic_states()):
+    for name, rows, back in benchmarks():
+        if not any(ref for _, ref in rows):
+            print(json.dumps({"widget": name, "states": len(rows), "switch_back_s": round(back, 4),
+                              "new_state_s_median": round(statistics.median(n for n, _ in rows), 3)}))
+            continue
         timed_rows = [(new, ref) for new, ref in rows if ref]
         ratios = [new / ref[0] for new, ref in timed_rows]
         uncached = [new / ref[1] for new, ref in timed_rows]

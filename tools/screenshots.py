@@ -28,6 +28,8 @@ import subprocess
 import sys
 import time
 
+from labkit.widgets import SHOWINGS  # where each widget is shown, and its README picture
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SCREENSHOTS = ROOT / "docs" / "screenshots"
 MANIFEST = SCREENSHOTS / "manifest.json"
@@ -42,14 +44,12 @@ WIDGET_CODE = ("labkit/widgets.py", "labkit/render.py", "labkit/experiments.py",
 SHOWS = {
     # notebook 00 from its top after Run All: its source and what labkit.setup() prints
     "first-run.png": (f"{SOURCES}/00_start_here.py", "labkit/__init__.py", "labkit/env.py", "labkit/warmup.py"),
-    "declaration-lab.png": (f'{SOURCES}/02_mutates_args.py::DeclarationLab(namespace="nb02w"', *WIDGET_CODE),
-    "naming-lab.png": (f'{SOURCES}/04_names_and_caches.py::NamingLab(namespace="nb04w"', *WIDGET_CODE),
-    "dynamic-lab.png": (f'{SOURCES}/05_dce_and_dynamic_shapes.py::DynamicLab(namespace="nb05w"', *WIDGET_CODE),
-    "data-dependent-lab.png": (f'{SOURCES}/07_data_dependent_shapes.py::DynamicLab(namespace="nb07w"',
-                               *WIDGET_CODE),
     "09_gpu_recording.png": (f"{SOURCES}/09_gpu_kernels.py::# GPU cell: CUDA graphs skip an op that mutates an input",
                              "labkit/gpu_recordings/09_gpu_kernels.json", "labkit/render.py", "labkit/recordings.py"),
 }
+# Each widget's README picture: the notebook cell that builds it (labkit.widgets.SHOWINGS) and the code of its view.
+SHOWS.update({showing.screenshot: (f"{SOURCES}/{showing.notebook}.py::{showing.call}", *WIDGET_CODE)
+              for showing in SHOWINGS if showing.screenshot})
 # The picture that shows JupyterLab's file browser (its listing is recorded and checked too).
 FILE_BROWSER_PICTURE = "first-run.png"
 # JupyterLab hides dot files, and the lab's server config hides these (binder/postBuild installs it).

@@ -74,37 +74,14 @@ from panel_check import contradictions  # noqa: E402
 
 import screenshots  # noqa: E402
 
-# notebook → (how the notebook builds its widget, the flips to make: (control, value), ...)
-FLIPS = {
-    "02_mutates_args": (
-        lambda: lw.DeclarationLab(namespace="nb02w"),
-        [("declaration", "undeclared mutation"), ("backend", "inductor"), ("dynamic", "True"),
-         ("declaration", "no fake kernel")]),
-    "04_names_and_caches": (
-        lambda: lw.NamingLab(namespace="nb04w"),
-        [("policy", "fingerprinted"), ("order", "mutating first, then pure"), ("scheme", "distinct names"),
-         ("scheme", "a name I type"), ("typed_name", "aten::add"), ("typed_name", "mine::op")]),
-    "05_dce_and_dynamic_shapes": (
-        lambda: lw.DynamicLab(namespace="nb05w"),
-        [("dynamic", "True"), ("declaration", "has_side_effect"), ("shapes", "4 → 4 → 4")]
-        + ([("device", "cuda")] if "cuda" in lw.devices() else [])),
-    "07_data_dependent_shapes": (
-        lambda: lw.DynamicLab(namespace="nb07w", op_kind="data-dependent", fullgraph="True"),
-        [("fullgraph", "False"), ("op_kind", "shape-following"), ("op_kind", "data-dependent"),
-         ("declaration", "has_side_effect")]),
-}
+# notebook → where it shows a widget (labkit.widgets.SHOWINGS: how it builds it, the flips to make, its screenshot)
+FLIPS = {showing.notebook: showing for showing in lw.SHOWINGS}
 
 FIRST_RUN = "00_start_here"
 # what the file browser must show a learner at the top, and must not (maintainers' folders)
 SHOWN = {"README.md", "INSTRUCTORS.md", "notebooks", "labkit"}
 HIDDEN = {"tools", "tests", "benchmarks", "binder", "src"}
 NEWS = "official Jupyter news"  # JupyterLab's pop-up: "Would you like to get notified about official Jupyter news?"
-
-# the screenshot the README shows for each widget: (step, file name in docs/screenshots/); step 0 is the
-# state the notebook builds, step N the state after the Nth flip
-SHOWCASE = {"02_mutates_args": (2, "declaration-lab.png"), "04_names_and_caches": (0, "naming-lab.png"),
-            "05_dce_and_dynamic_shapes": (1, "dynamic-lab.png"),
-            "07_data_dependent_shapes": (1, "data-dependent-lab.png")}
 
 _TAG = re.compile(r"<[^>]+>")
 
@@ -418,8 +395,9 @@ def test_first_run_opens_notebook_00_and_runs_all_without_a_popup_or_an_error(la
 @pytest.mark.parametrize("name", list(FLIPS))
 def test_widget_in_jupyterlab_shows_what_the_core_computes(name, lab_url, browser):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    make_widget, flips = FLIPS[name]
-    core = make_widget()
+    showing = FLIPS[name]
+    flips = showing.flips_here()
+    core = showing.build()
     page = new_page(browser)
     try:
         open_notebook(page, lab_url, f"notebooks/{name}.ipynb")
@@ -446,8 +424,8 @@ def test_widget_in_jupyterlab_shows_what_the_core_computes(name, lab_url, browse
                 assert found == [], f"{name} after {change}: the page contradicts itself: {found}"
             area.screenshot(path=str(ARTIFACTS / f"{name}-{step}.png"))
         page.screenshot(path=str(ARTIFACTS / f"{name}-page.png"))
-        step, target = SHOWCASE[name]
-        showcase(ARTIFACTS / f"{name}-{step}.png", target)
+        if showing.screenshot:
+            showcase(ARTIFACTS / f"{name}-{showing.screenshot_after}.png", showing.screenshot)
     finally:
         close(page, name)
         labkit.drop_namespace(core.namespace)

@@ -32,6 +32,8 @@ naming = lw.NamingLab(namespace="colab77n")
 assert "belongs to torch itself" in naming.set(scheme="a name I type", typed_name="aten::add").outcome.problem
 dynamic = lw.DynamicLab(namespace="colab77d", dynamic="True")
 assert dynamic.report.graphs_per_call == [1, 0, 0]
+shown = {type(w) for w in (lab, naming, dynamic)}
+assert shown == set(lw.widget_classes()), f"a widget the lab shows is not driven here: {lw.widget_classes()}"
 for widget in (lab, naming, dynamic):
     with capture_output() as shown:
         widget._ipython_display_()

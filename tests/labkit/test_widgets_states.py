@@ -209,3 +209,15 @@ def test_every_naming_lab_setting_is_true_and_consistent():
     finally:
         lab.close()
     assert not found, f"{len(found)} contradictions:\n" + "\n".join(found)
+
+
+STATE_TESTS = {w.DeclarationLab: test_every_declaration_lab_state_is_true_and_consistent,
+               w.DynamicLab: test_every_dynamic_lab_state_is_true_and_consistent,
+               w.NamingLab: test_every_naming_lab_setting_is_true_and_consistent}
+
+
+def test_every_widget_the_lab_shows_has_its_every_state_test():
+    """A new entry in labkit.widgets.SHOWINGS with a new widget needs its every-state test here, checked against
+    an independent replica in plain torch, as the three above are."""
+    missing = [cls.__name__ for cls in w.widget_classes() if cls not in STATE_TESTS]
+    assert missing == [], f"no every-state test for {missing}: write one here and add it to STATE_TESTS"
