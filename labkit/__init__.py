@@ -42,7 +42,8 @@ from .ops import (  # noqa: E402
     LabOpError, OpSpec, StaleOpError, declare, drop, drop_namespace, name_problem, scoped,
 )
 from .render import draw_fate, show, show_gpu_recording, summary, text  # noqa: E402
-from .stages import StageReport, TorchError, compile_and_compare  # noqa: E402
+from .errors import TorchError  # noqa: E402
+from .stages import StageReport, compile_and_compare  # noqa: E402
 
 recordings.listen()  # which GPU cells' code ran (IPython's hooks; nothing in torch)
 

@@ -33,7 +33,9 @@ from . import checks, ops
 from .describe import brief
 from .env import compiler_unavailable
 from .logs import torch_loggers
-from .stages import InputError, as_torch_error, compile_and_compare, copy_inputs
+from .compare import copy_inputs
+from .errors import InputError, as_torch_error
+from .stages import compile_and_compare
 
 COMPILE_MODES = (("aot_eager", False), ("aot_eager", True), ("inductor", False), ("inductor", True))
 

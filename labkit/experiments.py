@@ -11,7 +11,8 @@ import torch
 
 from . import naming, ops
 from .ops import OpSpec
-from .stages import brief, compile_and_compare
+from .describe import brief
+from .stages import compile_and_compare
 
 # What the kernel really does is the same in every case but "over-declared" and "no fake":
 # it adds 1 to x in place. What changes is what it *declares*.

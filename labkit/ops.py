@@ -145,6 +145,14 @@ def name_problem(name: object) -> str | None:
     return None
 
 
+def split_qualname(op_name) -> tuple[str, str]:
+    """``"ns::name"`` -> ``("ns", "name")``, or one sentence saying what an op name looks like."""
+    parts = op_name.split("::") if isinstance(op_name, str) else []
+    if len(parts) != 2 or not all(p.isidentifier() for p in parts):
+        raise ValueError(f"an op name looks like 'namespace::name' (e.g. 'mylab::bump'), not {brief(op_name)}.")
+    return parts[0], parts[1]
+
+
 # --- ownership: the ops labkit created in this process ------------------------------------------
 
 _OWNED: dict[str, object] = {}  # qualified name -> torch's token for the registration labkit made

@@ -89,7 +89,7 @@ def _computes(node) -> str:
 def forward_backward(forward, backward, op_name: str):
     """AOTAutograd's forward graph (each call, ``op_name`` highlighted), the values it saves for the backward
     (the backward graph's inputs, each with an arrow from the forward node that made it), and the backward
-    graph's calls counted by op: from two :class:`labkit.stages.GraphSnapshot`."""
+    graph's calls counted by op: from two :class:`labkit.graphs.GraphSnapshot`."""
     calls = [n for n in forward.nodes if n.op == "call_function"]
     made = {n.name: i for i, n in enumerate(calls)}
     saved = [n.name for n in backward.nodes if n.op == "placeholder"]

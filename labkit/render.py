@@ -12,7 +12,8 @@ import re
 import torch
 
 from . import recordings
-from .stages import StageReport, split_qualname
+from .ops import split_qualname
+from .stages import StageReport
 
 STAGES = (("dynamo", "Dynamo graph"), ("aot", "AOTAutograd graph"), ("inductor", "Inductor code"),
           ("ran", "kernel ran"))

@@ -16,7 +16,7 @@ from typing import Iterator
 import ipywidgets as widgets
 
 from . import cache, naming, render
-from .stages import brief
+from .describe import brief
 from .experiments import (
     DCE_DECLARATIONS, DECLARATIONS, DYNAMIC_CHOICES, FULLGRAPH_CHOICES, OP_KINDS, SHAPE_SEQUENCES, dce_experiment,
     declaration_experiment,
