@@ -30,6 +30,7 @@ import torch
 
 from . import _torch_internals as internals
 from . import checks, ops
+from .cache import TORCH_OP_NAMESPACES
 from .describe import brief
 from .env import compiler_unavailable
 from .logs import torch_loggers
@@ -193,7 +194,7 @@ def _declaration_findings(overload, call: _Call) -> list[Finding]:
             "declaration", f"the kernel changes '{name}' in place but does not declare it",
             "the compiler believes the schema: it may drop the call or the write, silently (see notebooks 00, 02)",
             f"add '{name}' to mutates_args"))
-    torch_own = internals.qualname_of(overload).partition("::")[0] in internals.TORCH_OP_NAMESPACES
+    torch_own = internals.qualname_of(overload).partition("::")[0] in TORCH_OP_NAMESPACES
     for name in sorted(declared - written):
         if torch_own or _writes_on_other_values(overload, call, name):
             continue      # a write that left the values as they were is still a write: keep the declaration
@@ -295,7 +296,7 @@ def _compile_findings(overload, call: _Call) -> list[Finding]:
                      "this is what a user of the op would see under torch.compile",
                      "fix the declaration findings; a compile error usually means a missing or wrong fake kernel")
              for problem, labels in failures.items()]
-    torch_own = qualname.partition("::")[0] in internals.TORCH_OP_NAMESPACES
+    torch_own = qualname.partition("::")[0] in TORCH_OP_NAMESPACES
     if not failures and not any(held) and not torch_own:   # torch's own ops are not counted by name
         found.append(Finding(NOTE, "the op under torch.compile: Dynamo ran it eagerly at a graph break in "
                              "every compiled run, so the compile checks saw nothing of it",

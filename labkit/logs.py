@@ -17,6 +17,7 @@ from typing import Iterator
 import torch
 
 from . import _torch_internals as internals
+from . import cache
 from .env import refuse_if_compiler_unavailable
 
 
@@ -123,7 +124,7 @@ def inductor_code(fn, *args, **compile_options) -> str:
     by an earlier one. ``compile_options`` go to ``torch.compile`` (``mode=``, ``fullgraph=``, ...).
     """
     refuse_if_compiler_unavailable()
-    internals.reset_compiler()
+    cache.reset_compiler()
     with internals.graph_caches_off(), logged(OUTPUT_CODE) as messages:
         torch.compile(fn, **compile_options)(*args)
     return "\n".join(m for m in messages if m.startswith("Output code:"))
@@ -260,7 +261,7 @@ def dead_code_run(fn, *args, fullgraph: bool = True) -> DeadCodeRun:
     graphs: list = []
     backend = internals.aot_forward_as_inductor_gets_it(graphs.append)
     torch.compiler.reset()
-    with internals.config_patches(functorch__enable_autograd_cache=False), \
+    with internals.config_patches(functorch={"enable_autograd_cache": False}), \
             torch_logs(modules={"torch.fx.graph": logging.INFO}) as log:
         torch.compile(fn, backend=backend, fullgraph=fullgraph)(*args)
     erased = {name for line in log.getvalue().splitlines() if "dead code eliminated" in line

@@ -131,7 +131,7 @@ def run(scheme: str, order: str, policy: str, namespace: str = "naming", typed: 
                     # C++ compiler run per fresh cache directory (x * 2 + 1 costs one, a second or so)
                     return torch.sort(x).values
 
-                internals.reset_compiler()
+                cache.reset_compiler()
                 before = internals.cache_counters()
                 kernel.calls = 0
                 x = torch.zeros(2)
@@ -152,4 +152,4 @@ def run(scheme: str, order: str, policy: str, namespace: str = "naming", typed: 
         for name in set(names):
             if ops.owns(name):
                 ops.drop(name)
-        internals.reset_compiler()
+        cache.reset_compiler()

@@ -153,6 +153,37 @@ def split_qualname(op_name) -> tuple[str, str]:
     return parts[0], parts[1]
 
 
+# --- registrations labkit destroyed: kept alive for good -----------------------------------------
+#
+# A ``torch.library.Library`` carries a weakref finalizer that, when the object is garbage collected,
+# deletes ``torch.ops.<ns>.<name>`` for every name it defined: again after ``_destroy()`` already did,
+# and even when a newer registration owns the name by then. So, some time after a redefinition (when
+# the cyclic collector frees the old handle), ``torch.ops.ns.name.default`` silently becomes a new
+# object, and an identity check on the live op (``node.target is torch.ops.ns.name.default``, or
+# ``_torch_internals.is_dangling``) fails at random. labkit keeps each registration it destroyed or replaced alive
+# for the rest of the session: a few hundred bytes each, and the finalizer then never runs early.
+_DESTROYED_REGISTRATIONS: list = []
+
+
+def keep_destroyed(registration) -> None:
+    """Hold a destroyed or replaced registration (a token from ``registration_of``) for good."""
+    if registration is not None and not any(kept is registration for kept in _DESTROYED_REGISTRATIONS):
+        _DESTROYED_REGISTRATIONS.append(registration)
+
+
+def destroy_custom_op(qualname: str) -> bool:
+    """Free a name any ``custom_op`` holds, labkit's or not, keeping its registration alive (see above).
+    True when one held it. :func:`drop` is the learner's way; this one asks no questions (tests clean up with it)."""
+    registration = internals.destroy_custom_op(qualname)
+    keep_destroyed(registration)
+    return registration is not None
+
+
+def _destroy_library(lib) -> None:
+    internals.destroy_library(lib)
+    keep_destroyed(lib)
+
+
 # --- ownership: the ops labkit created in this process ------------------------------------------
 
 _OWNED: dict[str, object] = {}  # qualified name -> torch's token for the registration labkit made
@@ -164,7 +195,7 @@ def owns(qualname: str) -> bool:
     token = _OWNED.get(qualname)
     if token is not None and internals.current_registration(qualname) is not token:
         del _OWNED[qualname]  # someone replaced or destroyed it: no longer labkit's
-        internals.keep_destroyed(token)
+        keep_destroyed(token)
         token = None
     return token is not None
 
@@ -199,7 +230,7 @@ def custom_op(qualname: str, kernel, mutates_args, tags=None):
     except Exception as error:  # noqa: BLE001 - torch's refusal becomes one sentence
         now = internals.current_registration(qualname)
         if now is not before:  # torch destroyed the old op before failing: do not leave a half-made one
-            internals.destroy_custom_op(qualname)
+            destroy_custom_op(qualname)
             _forget(qualname)
         first_line = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
         raise LabOpError(f"torch refused to define {qualname}: {first_line}") from None
@@ -227,7 +258,7 @@ def library(namespace: str):
     """
     old = _LIBRARIES.pop(namespace, None)
     if old is not None:
-        internals.destroy_library(old)
+        _destroy_library(old)
     lib = torch.library.Library(namespace, "FRAGMENT")
     _LIBRARIES[namespace] = lib
     return lib
@@ -235,7 +266,7 @@ def library(namespace: str):
 
 def _forget(qualname: str) -> None:
     """Retire the handle labkit holds for ``qualname`` and forget that it owned it."""
-    internals.keep_destroyed(_OWNED.pop(qualname, None))  # see internals.keep_destroyed: why
+    keep_destroyed(_OWNED.pop(qualname, None))  # see keep_destroyed: why
     old = _LIVE.pop(qualname, None)
     if old is not None:
         old._retired = True
@@ -455,7 +486,7 @@ def drop(name: str) -> bool:
     if not isinstance(name, str) or not _QUALNAME.match(name):
         raise LabOpError(f"drop() takes a qualified name like 'mylab::op', not {brief(name)}.")
     if owns(name):
-        internals.destroy_custom_op(name)
+        destroy_custom_op(name)
         _forget(name)  # after the destroy, so the cache fingerprint no longer sees it
         return True
     if exists(name):
@@ -565,7 +596,7 @@ def library_op(qualname: str, kernel, schema: str = "(Tensor x) -> Tensor"):
     if not namespace or not name.isidentifier():
         raise LabOpError(f"library_op() takes a qualified name like 'mylib::op', not {brief(qualname)}.")
     if qualname in _LIBRARIES:
-        internals.destroy_library(_LIBRARIES.pop(qualname))
+        _destroy_library(_LIBRARIES.pop(qualname))
     lib = torch.library.Library(namespace, "FRAGMENT")
     lib.define(name + schema)
     lib.impl(name, kernel, "CPU")

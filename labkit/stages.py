@@ -33,6 +33,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from . import _torch_internals as internals
+from . import cache
 from . import ops as lab_ops
 from .compare import (
     Verdict, backward_loss, check_inputs, clear_input_grads, compare_runs, copy_inputs, input_grads, input_names,
@@ -344,7 +345,7 @@ def serving(fn: Callable, calls: Sequence[Sequence[Any]], **compile_options) -> 
             return gm.forward(*args)
         return run
 
-    internals.reset_compiler()
+    cache.reset_compiler()
     compiled = torch.compile(fn, backend=backend, **compile_options)
     outputs, served = [], []
     for args in calls:
