@@ -558,7 +558,7 @@ def clear_torch_counters() -> None:
     counters.clear()
 
 
-# --- AOTInductor (notebook 11): torch's documented entry points live in torch._inductor ------------------------
+# --- AOTInductor: torch's documented entry points live in torch._inductor ------------------------
 
 
 def aoti_compile_and_package(exported, package_path: str) -> str:
@@ -602,7 +602,7 @@ print("6 the package loaded before the change ran", flush=True)
 """
 
 
-# --- 01: who calls an op while torch.compile traces it ------------------------------------------------------
+# --- who calls an op while torch.compile traces it ------------------------------------------------------
 
 
 def is_fake_tensor(value) -> bool:
@@ -636,7 +636,7 @@ def fake_fallback_namespaces() -> tuple[str, ...]:
     return tuple(sorted(getattr(FakeTensorMode, "_can_run_unsafe_fallback_allowed_namespaces", ())))
 
 
-# --- 05: the graphs dead-code elimination sees ------------------------------------------------------
+# --- the graphs dead-code elimination sees ------------------------------------------------------
 
 
 def aot_forward_as_inductor_gets_it(on_forward: Callable[[torch.fx.GraphModule], None]) -> Callable:

@@ -32,6 +32,7 @@ from . import _torch_internals as internals
 from . import checks, ops
 from .cache import TORCH_OP_NAMESPACES
 from .describe import brief
+from .lessons import notebook_about
 from .env import compiler_unavailable
 from .logs import torch_loggers
 from .compare import copy_inputs
@@ -192,7 +193,8 @@ def _declaration_findings(overload, call: _Call) -> list[Finding]:
     for name in sorted(written - declared):
         findings.append(Finding(
             "declaration", f"the kernel changes '{name}' in place but does not declare it",
-            "the compiler believes the schema: it may drop the call or the write, silently (see notebooks 00, 02)",
+            "the compiler believes the schema: it may drop the call or the write, silently (see notebooks "
+            f"{notebook_about('a silent wrong result').number}, {notebook_about('mutates_args').number})",
             f"add '{name}' to mutates_args"))
     torch_own = internals.qualname_of(overload).partition("::")[0] in TORCH_OP_NAMESPACES
     for name in sorted(declared - written):
@@ -466,7 +468,8 @@ def _torch_logs_held_back():
 
 NOTE = "note"   # a Finding that is a limit of this audit, not a defect: it goes to "not checkable here"
 CANNOT_SEE = ("Python side effects inside a kernel declared pure, and writes that happen only for other "
-              "inputs: give such ops an effect (notebook 04) and audit them on several inputs.")
+              f"inputs: give such ops an effect (notebook {notebook_about('effects').number}) and audit them on "
+              "several inputs.")
 
 
 def _resolve(op):

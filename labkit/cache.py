@@ -32,6 +32,7 @@ import torch
 from .describe import brief
 from . import _torch_internals as internals
 from . import ops
+from .lessons import notebook_about
 
 POLICIES = ("fingerprinted", "default", "isolated", "disabled")
 TAG_PREFIX = "labkit-ops-"
@@ -135,7 +136,8 @@ def enable() -> str:
     yours = f" (appended to your tag {_state['user_tag']!r})" if _state["user_tag"] else ""
     line = ("compile caches: labkit adds a hash of the custom ops' declarations to "
             f"torch.compiler.config.cache_key_tag{yours}, so that a changed declaration never reuses a stale "
-            "compiled artifact (notebook 04); labkit.cache.set_policy('default') undoes it.")
+            f"compiled artifact (notebook {notebook_about('compile caches').number}); "
+            "labkit.cache.set_policy('default') undoes it.")
     if not _state["key_pass"]:
         line += (" Your own post_grad_custom_post_pass is kept, so the tag alone carries the hash: after "
                  "torch.compiler.reset(), call labkit.cache.refresh() before compiling again.")

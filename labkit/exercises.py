@@ -137,7 +137,7 @@ def _promise_problems(torch, promised, real, inputs) -> list[str]:
     return found
 
 
-# --- 05: a whole number, and several predictions checked at once ------------------------------------
+# --- a whole number, and several predictions checked at once ------------------------------------
 
 
 NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")

@@ -90,7 +90,7 @@ def uses_result(op):
     return step
 
 
-# --- the declaration experiment (notebook 02) ----------------------------------------------------
+# --- the declaration experiment ----------------------------------------------------
 
 
 def declaration_spec(declaration: str, namespace: str = "declab") -> OpSpec:
@@ -106,7 +106,7 @@ def declaration_experiment(declaration: str, backend: str, dynamic: bool | None,
     return op, compile_and_compare(uses_result(op), calls=calls, backend=backend, dynamic=dynamic)
 
 
-# --- dead-code elimination and dynamic shapes (notebook 04) --------------------------------------
+# --- dead-code elimination and dynamic shapes --------------------------------------
 
 
 def devices() -> list[str]:
@@ -138,7 +138,7 @@ def dce_experiment(declaration: str, dynamic: bool | None, shapes=(4, 6, 8), dev
                                    fullgraph=fullgraph)
 
 
-# --- the naming experiment (notebooks 03, 05) ----------------------------------------------------
+# --- the naming experiment ----------------------------------------------------
 
 
 def naming_story(result: naming.NamingResult) -> str:

@@ -3,8 +3,8 @@
 In a script you would run ``TORCH_LOGS="aot_graphs" python train.py`` and read stderr. In a
 notebook cell that asserts on the log, the text has to be caught, and torch's releases differ in
 *when* their log handler looks at ``sys.stderr``: up to 2.14 when ``set_logs`` runs, from 2.15 at
-each message. Redirecting stderr around the whole block catches both. Notebook 00 writes these
-lines out; later notebooks call :func:`torch_logs`.
+each message. Redirecting stderr around the whole block catches both. A lesson may write these
+lines out in the open; the others call :func:`torch_logs`.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def _restore_torch_logging(before: tuple[object, dict]) -> None:
         logger.propagate = propagate
 
 
-# --- notebook 09: one logger's messages, and the code Inductor generates ------------------------------------
+# --- one logger's messages, and the code Inductor generates ------------------------------------
 
 OUTPUT_CODE = "torch._inductor.codecache.__output_code"    # the logger behind TORCH_LOGS=output_code
 CUDAGRAPHS = "torch._inductor.cudagraph_utils.__cudagraphs"   # the logger behind TORCH_LOGS=cudagraphs
@@ -138,7 +138,7 @@ def code_lines(code: str, text: str) -> list[str]:
 def call_steps(code: str) -> list[tuple[str, str]]:
     """What the ``call`` function of Inductor's code does, in order: ``("kernel", ...)`` for a kernel Inductor
     generated (or an extern one), ``("op", ...)`` for a custom op called by name, ``("alloc", ...)`` for a buffer it
-    allocates. Each comes with the line's call, shortened (``nb09.scale(arg0_1)``); asserts, ``del`` and comments
+    allocates. Each comes with the line's call, shortened (``mylab.scale(arg0_1)``); asserts, ``del`` and comments
     are left out."""
     import re
 
@@ -173,7 +173,7 @@ def _short_args(args: str, limit: int = 34) -> str:
     return args if len(args) <= limit else args[: limit - 1] + "…"
 
 
-# --- 01: TORCH_TRACE and tlparse, on a program run in a child process ---------------------------------------
+# --- TORCH_TRACE and tlparse, on a program run in a child process ---------------------------------------
 
 
 class ToolMissing(RuntimeError):
@@ -221,7 +221,7 @@ def torch_trace_report(program: str):
     return work / "report"
 
 
-# --- 05: what dead-code elimination erased, and what it kept ----------------------------------------
+# --- what dead-code elimination erased, and what it kept ----------------------------------------
 
 
 class DeadCodeRun:
@@ -242,7 +242,7 @@ class DeadCodeRun:
         return [str(a) for a in self.graphs[0].graph.output_node().args[0]]
 
     def targets(self, impure_only: bool = False) -> list[str]:
-        """What every call left in the forward graphs calls (``nb05.positives.default``, ``aten.add.Tensor``)."""
+        """What every call left in the forward graphs calls (``mylab.positives.default``, ``aten.add.Tensor``)."""
         return [str(n.target) for g in self.graphs for n in g.graph.nodes
                 if n.op == "call_function" and (n.is_impure() or not impure_only)]
 
@@ -271,7 +271,7 @@ def dead_code_run(fn, *args, fullgraph: bool = True) -> DeadCodeRun:
 
 def dynamo_graph_calls(fn, *args, **compile_options) -> list[list[str]]:
     """Compile ``fn`` with ``compile_options`` and call it once; for each graph Dynamo hands the backend, what its
-    calls call (``nb05.positives.default``, ``aten._assert_scalar.default``, ...). The compiler is reset first."""
+    calls call (``mylab.positives.default``, ``aten._assert_scalar.default``, ...). The compiler is reset first."""
     refuse_if_compiler_unavailable()
     graphs: list[list[str]] = []
 

@@ -335,7 +335,7 @@ class LabOp:
         torch asks this per graph node, not per op: after functionalization a mutating op
         is an ``auto_functionalized_v2`` node (removable itself; the ``copy_`` back into the
         input is what stays), and an effectful one a ``with_effects`` node kept by its token.
-        Notebook 05 shows each case.
+        The dead-code-elimination lesson shows each case.
         """
         return internals.is_impure(self.overload)
 
@@ -580,7 +580,7 @@ def torch_source(spec: OpSpec, name: str | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-# --- 01: an op defined the low-level way, with torch.library.Library and no fake kernel ---------------------
+# --- an op defined the low-level way, with torch.library.Library and no fake kernel ---------------------
 
 
 
@@ -590,7 +590,7 @@ def library_op(qualname: str, kernel, schema: str = "(Tensor x) -> Tensor"):
 
     Running it again replaces the previous definition (``Library.define`` alone would refuse a second one).
     Any namespace is allowed, torch's fake-tensor fallback namespaces too (``vision``, ...): that is the point
-    of notebook 01's lesson on them.
+    of the lesson on them.
     """
     namespace, _, name = qualname.partition("::")
     if not namespace or not name.isidentifier():
@@ -604,7 +604,7 @@ def library_op(qualname: str, kernel, schema: str = "(Tensor x) -> Tensor"):
     return getattr(getattr(torch.ops, namespace), name)
 
 
-# --- 05: side effects for an op written with @torch.library.custom_op -------------------------------
+# --- side effects for an op written with @torch.library.custom_op -------------------------------
 
 
 def register_ordered_effect(opdef) -> None:

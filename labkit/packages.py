@@ -1,4 +1,4 @@
-"""Notebook 11's steps around an AOTInductor package: build it (a long compile, announced, safe to stop), load
+"""The AOTInductor lesson's steps around a package: build it (a long compile, announced, safe to stop), load
 it, read what it holds, and try it in a fresh Python. Each wraps torch's own call, named in its docstring.
 """
 
