@@ -3,6 +3,10 @@
 Everything here was read in, and tested against, the torch releases in
 ``CHECKED_ON``. When torch moves one of these, only this file changes, and
 ``labkit.env.check_torch()`` tells the learner which release was checked.
+
+Not here: labkit's own decisions (which registrations to keep alive is :mod:`labkit.ops`'s; which
+namespaces to hash, and re-arming after a reset, :mod:`labkit.cache`'s), and anything a learner reads.
+Each helper only reads or writes one piece of torch's private state, named in its docstring.
 """
 
 from __future__ import annotations

@@ -18,6 +18,9 @@ kernels, fake kernels and backward formulas (pytorch #160472, #144344).
 on, and ``set_policy("default")`` gives torch back exactly the settings you had (your own
 ``cache_key_tag``, ``force_disable_caches`` and post-grad pass are kept throughout).
 The other policies exist so a lesson can show the bug and the other mitigations.
+
+Not here: private torch (the adapter reaches the config slot, the compile-start hook and the ops'
+declarations), and printing: :func:`enable` returns its line, ``labkit.setup()`` prints it.
 """
 
 from __future__ import annotations

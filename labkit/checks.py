@@ -1,4 +1,7 @@
-"""``torch.library.opcheck`` as data: which of its tests passes or fails for an op."""
+"""``torch.library.opcheck`` as data: which of its tests passes or fails for an op.
+
+Not here: what a failure means or how to fix it (:mod:`labkit.auditing` advises), and printing.
+"""
 
 from __future__ import annotations
 

@@ -3,6 +3,8 @@
 Each catalogue maps a label a learner sees to what it means; each experiment declares the
 op a label names, runs :func:`labkit.stages.compile_and_compare` on a small program and
 returns ``(op, report)``. The widgets in :mod:`labkit.widgets` only wire controls to these.
+
+Not here: controls and HTML (:mod:`labkit.widgets`, :mod:`labkit.render`), and private torch.
 """
 
 from __future__ import annotations

@@ -5,6 +5,9 @@ notebook cell that asserts on the log, the text has to be caught, and torch's re
 *when* their log handler looks at ``sys.stderr``: up to 2.14 when ``set_logs`` runs, from 2.15 at
 each message. Redirecting stderr around the whole block catches both. A lesson may write these
 lines out in the open; the others call :func:`torch_logs`.
+
+Not here: deciding what a log means (the lessons and their tests do), and private torch beyond
+``torch._logging.set_logs`` and the loggers' names (the adapter keeps their state).
 """
 
 from __future__ import annotations

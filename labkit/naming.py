@@ -5,6 +5,9 @@ compile, then declare the same name as mutating and compile again: what does eac
 handle report, what runs, and does the compiled code come from the cache? This module runs
 that story with plain ``torch.library.custom_op`` and ``torch.compile`` — no labkit in the
 way — inside a chosen cache policy and a fresh cache directory, and reports what happened.
+
+Not here: the cache policies themselves (:mod:`labkit.cache`), and the table a learner sees
+(:func:`labkit.render.naming_html`).
 """
 
 from __future__ import annotations

@@ -16,6 +16,9 @@ Lifecycle, made explicit (torch's own is silent):
 Ownership: labkit replaces or drops only ops it created in this process (the registry
 below). A name held by your own ``custom_op``, a ``Library.define`` or torch itself is
 refused with one sentence. *Inspecting* any op (``audit``, ``compile_and_compare``) stays open.
+
+Not here: private torch (the adapter reads and destroys registrations; this module decides which to keep
+alive), and compiling or comparing anything (:mod:`labkit.stages`).
 """
 
 from __future__ import annotations

@@ -3,8 +3,10 @@ calls a kernel counted. Never from numbers typed in: a picture is evidence of th
 
 Every function returns a matplotlib ``Figure`` and closes it from pyplot's list, so that a notebook cell
 ending in the call shows it exactly once (and a test can draw thousands without leaking memory). The look
-is shared: one palette, one font size, boxes for values and arrows for what flows. This module computes
-nothing about torch (that is the core's job); it only draws what it is given.
+is shared: one palette, one font size, boxes for values and arrows for what flows.
+
+Not here: computing anything about torch (the core does; this module only draws what it is given), and
+text or HTML (:mod:`labkit.render`).
 """
 
 from __future__ import annotations

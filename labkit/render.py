@@ -1,7 +1,9 @@
-"""Turn a :class:`~labkit.stages.StageReport` into text, HTML and pictures.
+"""Turn a :class:`~labkit.stages.StageReport` into text, HTML and pictures; draw every widget's view.
 
-Nothing here computes anything about torch: it only presents what the core found,
-so the same report looks the same in a notebook, a widget, a test or a terminal.
+It only presents what the core found, so the same report looks the same in a notebook, a widget,
+a test or a terminal. The widgets' HTML is built here too, in named functions, and the widgets call them.
+
+Not here: computing anything about torch (the core does), and controls (:mod:`labkit.widgets`).
 """
 
 from __future__ import annotations

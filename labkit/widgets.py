@@ -4,6 +4,9 @@ Every widget here can be driven from Python — set a control's ``.value`` (or c
 and read ``.report`` or ``.view.value`` — which is how the tests use them. The view is
 redrawn by assigning ``view.value``, never by printing inside an ``Output`` widget, so
 nothing leaks into a cell's stored output.
+
+Not here: HTML (:mod:`labkit.render` draws every view, title and status line), and the experiments
+(:mod:`labkit.experiments` runs them, UI-free).
 """
 
 from __future__ import annotations
