@@ -1,20 +1,26 @@
 """labkit: the helper package of the lab on torch.compile and custom operators.
 
-The core (UI-free, tested against real torch):
+The core (UI-free, tested against real torch), each module one job, lowest first:
 
+* :mod:`labkit._torch_internals` — the one place private torch is touched (nothing of labkit's here).
+* :mod:`labkit.describe`, :mod:`labkit.errors`, :mod:`labkit.lessons` — a value in one line; torch's
+  errors as data; which notebook teaches a topic.
 * :mod:`labkit.ops`      — declare custom ops from a spec; count real kernel calls; own only what it made.
-* :mod:`labkit.stages`   — run a function eagerly and compiled; keep each stage's graph/code;
-  compare outputs *and* mutated inputs; torch's errors come back as data.
 * :mod:`labkit.cache`    — keep the persistent compile caches honest (pytorch #187319).
+* :mod:`labkit.graphs`   — each stage's FX graph, copied out; :mod:`labkit.compare` — private copies of the
+  inputs and the eager-vs-compiled verdict; :mod:`labkit.state` — what a function reaches, saved and put back.
+* :mod:`labkit.stages`   — ``compile_and_compare``: runs a function eagerly and compiled with the above.
 * :mod:`labkit.naming`   — the one-name-or-two experiment under each cache policy.
 * :mod:`labkit.auditing` — ``labkit.audit(op, *inputs)``; :mod:`labkit.checks` — opcheck as data.
 * :mod:`labkit.env`      — device, versions, the too-old-torch gate.
 * :mod:`labkit.recordings` — GPU recordings and whether this kernel's code is the code that made them.
 
-Thin layers on top: :mod:`labkit.render` (text, HTML, pictures), :mod:`labkit.widgets`
-and :mod:`labkit.warmup`.
+Thin layers on top: :mod:`labkit.render` (text, HTML), :mod:`labkit.pictures` (figures),
+:mod:`labkit.widgets` (controls over :mod:`labkit.experiments`) and :mod:`labkit.warmup`.
 
 Importing labkit changes nothing in torch; ``setup()`` turns the cache policy on and says so.
+
+Not here: any of that work. This file gathers the public names and ``setup()``, the first cell's call.
 """
 
 import importlib
@@ -42,7 +48,8 @@ from .ops import (  # noqa: E402
     LabOpError, OpSpec, StaleOpError, declare, drop, drop_namespace, name_problem, scoped,
 )
 from .render import draw_fate, show, show_gpu_recording, summary, text  # noqa: E402
-from .stages import StageReport, TorchError, compile_and_compare  # noqa: E402
+from .errors import TorchError  # noqa: E402
+from .stages import StageReport, compile_and_compare  # noqa: E402
 
 recordings.listen()  # which GPU cells' code ran (IPython's hooks; nothing in torch)
 

@@ -3,6 +3,10 @@
 Everything here was read in, and tested against, the torch releases in
 ``CHECKED_ON``. When torch moves one of these, only this file changes, and
 ``labkit.env.check_torch()`` tells the learner which release was checked.
+
+Not here: labkit's own decisions (which registrations to keep alive is :mod:`labkit.ops`'s; which
+namespaces to hash, and re-arming after a reset, :mod:`labkit.cache`'s), and anything a learner reads.
+Each helper only reads or writes one piece of torch's private state, named in its docstring.
 """
 
 from __future__ import annotations
@@ -100,8 +104,12 @@ def inductor_recording(on_forward: Callable[[torch.fx.GraphModule], None],
 def collect_inductor_code(sink: list[str]):
     """Collect every Python wrapper module Inductor generates inside the block, on this thread.
 
-    Only this thread's: a compile running meanwhile on another thread (a warm-up, say)
-    must not land in the caller's report.
+    torch's own ``torch._inductor.utils.run_and_get_code(fn, *args)`` does this for one call, patching the
+    same ``GraphLowering.save_output_code``. This one differs on purpose: it does not call
+    ``torch._dynamo.reset()`` first (that would drop the learner's own compiled functions; labkit compiles a
+    fresh copy of the function instead); it keeps only this thread's modules, so a compile running meanwhile
+    on another thread (a warm-up, say) does not land in the caller's report, and passes those on; and it keeps
+    every module in compile order, repeats included, where torch's keeps a set.
     """
     from torch._inductor.graph import GraphLowering
 
@@ -181,39 +189,25 @@ def custom_op_qualnames() -> list[str]:
     return sorted(OPDEF_TO_LIB)
 
 
-def destroy_custom_op(qualname: str) -> bool:
-    """Free a name taken by ``custom_op``: what ``custom_op`` itself does before a redefinition."""
+def destroy_custom_op(qualname: str) -> object | None:
+    """Free a name taken by ``custom_op``: what ``custom_op`` itself does before a redefinition.
+
+    Returns the destroyed registration (its Library, the token :func:`registration_of` gives), or None
+    when no ``custom_op`` held the name. Its finalizer still runs once it is garbage collected (and
+    deletes ``torch.ops.<ns>.<name>`` again): a caller keeps it alive (``labkit.ops.keep_destroyed``).
+    """
     from torch._library.custom_ops import OPDEF_TO_LIB
 
     lib = OPDEF_TO_LIB.pop(qualname, None)
-    if lib is None:
-        return False
-    lib._destroy()
-    keep_destroyed(lib)
-    return True
+    if lib is not None:
+        lib._destroy()
+    return lib
 
 
 def destroy_library(lib) -> None:
     """Remove every registration ``lib`` (a ``torch.library.Library``) made: torch's private ``_destroy``.
-    The object is kept alive (see :func:`keep_destroyed`), so its finalizer never runs later."""
+    Its finalizer runs later, when ``lib`` is collected: see :func:`destroy_custom_op`."""
     lib._destroy()
-    keep_destroyed(lib)
-
-
-# A ``torch.library.Library`` carries a weakref finalizer that, when the object is garbage collected,
-# deletes ``torch.ops.<ns>.<name>`` for every name it defined: again after ``_destroy()`` already did,
-# and even when a newer registration owns the name by then. So, some time after a redefinition (when
-# the cyclic collector frees the old handle), ``torch.ops.ns.name.default`` silently becomes a new
-# object, and an identity check on the live op (``node.target is torch.ops.ns.name.default``, or
-# :func:`is_dangling`) fails at random. labkit keeps each registration it destroyed or replaced alive
-# for the rest of the session: a few hundred bytes each, and the finalizer then never runs early.
-_DESTROYED_REGISTRATIONS: list = []
-
-
-def keep_destroyed(registration) -> None:
-    """Hold a destroyed or replaced registration (a token from :func:`registration_of`) for good."""
-    if registration is not None and not any(kept is registration for kept in _DESTROYED_REGISTRATIONS):
-        _DESTROYED_REGISTRATIONS.append(registration)
 
 
 def registration_of(opdef) -> object:
@@ -288,8 +282,8 @@ def is_dangling(op) -> bool:
 
 
 def _is_live_custom_op_overload(overload) -> bool:
-    """Whether ``overload`` is the one a live ``custom_op`` registration made (see keep_destroyed: after
-    torch's finalizer of an older registration ran, ``torch.ops`` hands out a new, equivalent object)."""
+    """Whether ``overload`` is the one a live ``custom_op`` registration made (after torch's finalizer of an
+    older registration ran, ``torch.ops`` hands out a new, equivalent object: ``labkit.ops.keep_destroyed``)."""
     from torch._library.custom_ops import OPDEF_TO_LIB, OPDEFS
 
     opdef = OPDEFS.get(overload._schema.name)
@@ -391,24 +385,6 @@ def cpp_compiler() -> str:
         return ""
 
 
-_after_reset: list[Callable[[], None]] = []
-
-
-def after_reset(callback: Callable[[], None], active: bool = True) -> None:
-    """Run ``callback()`` after each :func:`reset_compiler` (``active=False`` stops it). Idempotent."""
-    if callback in _after_reset:
-        _after_reset.remove(callback)
-    if active:
-        _after_reset.append(callback)
-
-
-def reset_compiler() -> None:
-    """Forget every compiled frame, so a capture starts from a clean Dynamo state."""
-    torch.compiler.reset()
-    for callback in list(_after_reset):
-        callback()
-
-
 @contextlib.contextmanager
 def fresh_cache_dir():
     """A new, empty Inductor/AOTAutograd cache directory for the block, deleted afterwards.
@@ -423,21 +399,25 @@ def fresh_cache_dir():
         yield os.environ["TORCHINDUCTOR_CACHE_DIR"]
 
 
-def config_patches(**patches: Any):
-    """Patch torch.compiler/inductor/functorch config entries by dotted name for one block."""
+def config_patches(**changes: dict[str, Any]):
+    """Patch torch's config modules for one block, in torch's own spelling, one ``config.patch({...})`` each:
+    ``config_patches(inductor={"fx_graph_cache": False}, functorch={"enable_autograd_cache": False})``.
+
+    The modules by name: ``compiler`` (``torch.compiler.config``), ``inductor``, ``functorch`` and ``dynamo``.
+    The patches apply from this call (use it as ``with config_patches(...):``) and are undone when the block ends.
+    """
     import torch._functorch.config
     import torch._inductor.config
 
-    stack = contextlib.ExitStack()
     modules = {
         "compiler": torch.compiler.config,
         "inductor": torch._inductor.config,
         "functorch": torch._functorch.config,
         "dynamo": torch._dynamo.config,
     }
-    for dotted, value in patches.items():
-        where, name = dotted.split("__", 1)
-        stack.enter_context(modules[where].patch(name, value))
+    stack = contextlib.ExitStack()
+    for module, patch in changes.items():
+        stack.enter_context(modules[module].patch(patch))
     return stack
 
 
@@ -461,31 +441,20 @@ def cache_counters() -> dict[str, int]:
 
 def graph_caches_off():
     """Bypass the FX-graph and AOTAutograd caches for one block: every graph is traced for real."""
-    return config_patches(inductor__fx_graph_cache=False, functorch__enable_autograd_cache=False)
-
-
-# Namespaces that torch's own Python code defines ops in (``torch.library._defs`` on 2.13.0, after importing
-# Inductor, distributed, ONNX and flex attention). Their schemas change only with torch's version, which
-# the compile caches' keys already contain; a torch namespace missing here is merely hashed as well.
-TORCH_OP_NAMESPACES = frozenset({
-    "aten", "prim", "prims", "_native", "_c10d_functional", "c10d_functional", "_dtensor", "_inductor_test",
-    "debug_mode_ops", "debugprims", "export", "flex_lib", "fsdp", "onnx", "onnx_symbolic",
-    "quantized_decomposed", "rngprims", "streams", "symm_mem",
-})
+    return config_patches(inductor={"fx_graph_cache": False}, functorch={"enable_autograd_cache": False})
 
 
 def python_defined_op_names() -> list[str]:
-    """``"ns::name"`` / ``"ns::name.overload"`` of every op defined from Python outside torch's own namespaces.
+    """``"ns::name"`` / ``"ns::name.overload"`` of every op defined from Python, torch's own namespaces included.
 
     That is ``torch.library.custom_op``, ``Library(ns, "DEF" | "FRAGMENT").define`` and
     ``torch.library.define`` alike (all record the name in ``torch.library._defs``). Not C++ ops
     (``TORCH_LIBRARY`` in an extension). May list names whose registration was destroyed since:
-    :func:`find_overload` returns None for those. A set lookup: cheap enough for every cache key.
+    :func:`find_overload` returns None for those. A set union: cheap enough for every cache key.
     """
     from torch._library.custom_ops import OPDEF_TO_LIB
 
-    names = set(torch.library._defs) | set(OPDEF_TO_LIB)
-    return sorted(n for n in names if n.partition("::")[0] not in TORCH_OP_NAMESPACES)
+    return sorted(set(torch.library._defs) | set(OPDEF_TO_LIB))
 
 
 def key_every_compile_on(provider: Callable[[], str | None] | None) -> bool:
@@ -541,7 +510,7 @@ def on_dynamo_compile_start(callback: Callable[[], None], active: bool = True) -
     """Run ``callback()`` as every Dynamo compile starts (before any cache key is computed).
 
     ``active=False`` removes it. ``torch.compiler.reset()`` forgets these callbacks, so callers
-    re-arm after a reset (see :func:`after_reset`).
+    re-arm after a reset (see ``labkit.cache.reset_compiler``).
     """
     from torch._dynamo.callback import callback_handler
 
@@ -566,19 +535,7 @@ def aliasing_check_raises(raises: bool):
 
     torch's default is ``bool(os.getenv("CI"))`` at import; lessons set it explicitly.
     """
-    return config_patches(functorch__error_on_custom_op_aliasing=raises)
-
-
-def copy_dynamo_marks(source: torch.Tensor, target: torch.Tensor) -> None:
-    """Carry ``torch._dynamo.mark_dynamic``/``mark_static`` annotations over to a copy.
-
-    They live as ``_dynamo_*`` attributes on the tensor object, which ``clone()`` drops.
-    """
-    import copy
-
-    for name, value in vars(source).items():
-        if name.startswith("_dynamo_"):
-            setattr(target, name, copy.copy(value))
+    return config_patches(functorch={"error_on_custom_op_aliasing": raises})
 
 
 def dynamo_disabled() -> bool:
@@ -605,7 +562,7 @@ def clear_torch_counters() -> None:
     counters.clear()
 
 
-# --- AOTInductor (notebook 11): torch's documented entry points live in torch._inductor ------------------------
+# --- AOTInductor: torch's documented entry points live in torch._inductor ------------------------
 
 
 def aoti_compile_and_package(exported, package_path: str) -> str:
@@ -649,7 +606,7 @@ print("6 the package loaded before the change ran", flush=True)
 """
 
 
-# --- 01: who calls an op while torch.compile traces it ------------------------------------------------------
+# --- who calls an op while torch.compile traces it ------------------------------------------------------
 
 
 def is_fake_tensor(value) -> bool:
@@ -683,7 +640,7 @@ def fake_fallback_namespaces() -> tuple[str, ...]:
     return tuple(sorted(getattr(FakeTensorMode, "_can_run_unsafe_fallback_allowed_namespaces", ())))
 
 
-# --- 05: the graphs dead-code elimination sees ------------------------------------------------------
+# --- the graphs dead-code elimination sees ------------------------------------------------------
 
 
 def aot_forward_as_inductor_gets_it(on_forward: Callable[[torch.fx.GraphModule], None]) -> Callable:

@@ -9,10 +9,17 @@ compiled runs got wrong because of it where they did):
 2. every ``torch.library.opcheck`` test;
 3. eager vs compiled, with ``aot_eager`` and ``inductor``, static and dynamic shapes, on a
    program that discards the op's result (the case where a wrong declaration bites), with the
-   compile caches bypassed so no stale artifact can answer.
+   compile caches bypassed so no stale artifact can answer;
+4. a clone of a written argument passed in another argument's place, compiled with Inductor
+   (pytorch #198031).
 
-It never raises at a learner: anything that goes wrong becomes a finding. What it cannot see —
-a Python side effect in a "pure" op, a write that only happens for other inputs — it says so.
+These are :data:`CHECKS`, in order: a new check is one entry there, and its findings' kind one of the
+named kinds (:data:`DECLARATION`, ...). It never raises at a learner: anything that goes wrong becomes a
+finding. What it cannot see — a Python side effect in a "pure" op, a write that only happens for other
+inputs — it says so.
+
+Not here: running and comparing the compiled programs (:mod:`labkit.stages`), private torch
+(:mod:`labkit._torch_internals`), and printing: a report formats itself (text, HTML) for whoever shows it.
 """
 
 from __future__ import annotations
@@ -25,15 +32,20 @@ import keyword
 import logging
 import re
 import time
+from typing import Callable
 
 import torch
 
 from . import _torch_internals as internals
 from . import checks, ops
+from .cache import TORCH_OP_NAMESPACES
 from .describe import brief
+from .lessons import notebook_about
 from .env import compiler_unavailable
 from .logs import torch_loggers
-from .stages import InputError, as_torch_error, compile_and_compare, copy_inputs
+from .compare import copy_inputs
+from .errors import InputError, as_torch_error
+from .stages import compile_and_compare
 
 COMPILE_MODES = (("aot_eager", False), ("aot_eager", True), ("inductor", False), ("inductor", True))
 
@@ -81,9 +93,20 @@ def _opcheck_advice(test: str, outcome: str) -> tuple[str, str]:
     return OPCHECK_ADVICE.get(test, ("opcheck failed", "see torch's message"))
 
 
+# --- what a finding is about: its kind -------------------------------------------------------------------
+
+EAGER = "eager"              # calling the op eagerly raised
+DECLARATION = "declaration"  # what the kernel writes against what its schema declares
+OPCHECK = "opcheck"          # a torch.library.opcheck test failed: "opcheck:<the test>"
+COMPILE = "compile"          # a compiled run raised, or its result differs from eager's
+ALIASING = "aliasing"        # a clone of a written argument passed in another argument's place (pytorch #198031)
+INPUT = "input"              # what was passed cannot be audited: nothing was checked
+NOTE = "note"                # a limit of this audit, not a defect: it goes to "not checkable here"
+
+
 @dataclasses.dataclass(frozen=True)
 class Finding:
-    check: str
+    check: str  # its kind (above); an opcheck finding adds its test's name, "opcheck:test_schema"
     problem: str
     why: str
     fix: str
@@ -92,6 +115,11 @@ class Finding:
     def __str__(self):
         text = f"[{self.check}] {self.problem}\n    why: {self.why}\n    fix: {self.fix}"
         return text + (f"\n    under torch.compile: {self.compiled}" if self.compiled else "")
+
+
+def kind_of(finding: Finding) -> str:
+    """The kind of a finding: its ``check`` without an opcheck test's name."""
+    return finding.check.split(":")[0]
 
 
 @dataclasses.dataclass
@@ -108,7 +136,7 @@ class AuditReport:
         return not self.findings
 
     def kinds(self) -> set[str]:
-        return {f.check.split(":")[0] for f in self.findings}
+        return {kind_of(f) for f in self.findings}
 
     def __str__(self):
         head = f"audit of {self.op}: {self.schema}  ({len(self.checks_run)} checks, {self.seconds:.1f} s)"
@@ -180,7 +208,7 @@ def _declaration_findings(overload, call: _Call) -> list[Finding]:
         problem = as_torch_error(error, "eager")
         fix = ("return a new tensor (e.g. x.clone()), or on torch >= 2.13 tag an in-place op with "
                "tags=torch.Tag.inplace" if problem.kind == "alias_return" else "make the op run eagerly first")
-        return [Finding("eager", f"calling the op raised {problem.type_name}: {problem.message}",
+        return [Finding(EAGER, f"calling the op raised {problem.type_name}: {problem.message}",
                         "an op that fails eagerly cannot be compiled either", fix)]
     pairs = zip(call.named(overload), after.named(overload))
     written = {name for (name, before), (_, now) in pairs if _changed(before, now)}
@@ -188,15 +216,16 @@ def _declaration_findings(overload, call: _Call) -> list[Finding]:
     findings = []
     for name in sorted(written - declared):
         findings.append(Finding(
-            "declaration", f"the kernel changes '{name}' in place but does not declare it",
-            "the compiler believes the schema: it may drop the call or the write, silently (see notebooks 00, 02)",
+            DECLARATION, f"the kernel changes '{name}' in place but does not declare it",
+            "the compiler believes the schema: it may drop the call or the write, silently (see notebooks "
+            f"{notebook_about('a silent wrong result').number}, {notebook_about('mutates_args').number})",
             f"add '{name}' to mutates_args"))
-    torch_own = internals.qualname_of(overload).partition("::")[0] in internals.TORCH_OP_NAMESPACES
+    torch_own = internals.qualname_of(overload).partition("::")[0] in TORCH_OP_NAMESPACES
     for name in sorted(declared - written):
         if torch_own or _writes_on_other_values(overload, call, name):
             continue      # a write that left the values as they were is still a write: keep the declaration
         findings.append(Finding(
-            "declaration", f"'{name}' is declared as mutated, and neither this call nor one with other values "
+            DECLARATION, f"'{name}' is declared as mutated, and neither this call nor one with other values "
             f"in '{name}' changed it",
             "if the kernel never writes it, the declaration costs: the op can never be removed and carries "
             "functionalization (auto_functionalized + copy_) for nothing",
@@ -263,7 +292,7 @@ def _opcheck_findings(overload, call: _Call) -> list[Finding]:
             if nan_inputs and "are different" in outcome:
                 fix = (f"first rerun on inputs without NaN: {', '.join(nan_inputs)} holds NaN, and opcheck "
                        f"compares outputs with NaN != NaN, so this can be a false alarm")
-            findings.append(Finding(f"opcheck:{test}", outcome[len("FAIL: "):], why, fix))
+            findings.append(Finding(f"{OPCHECK}:{test}", outcome[len("FAIL: "):], why, fix))
     return findings
 
 
@@ -289,11 +318,11 @@ def _compile_findings(overload, call: _Call) -> list[Finding]:
         elif report.verdict is not None and not report.verdict.agree:
             problem = f"compiled result differs from eager: {'; '.join(report.verdict.problems)}"
             failures.setdefault(problem, []).append(label)
-    found = [Finding("compile", f"{problem} ({' / '.join(labels)})",
+    found = [Finding(COMPILE, f"{problem} ({' / '.join(labels)})",
                      "this is what a user of the op would see under torch.compile",
                      "fix the declaration findings; a compile error usually means a missing or wrong fake kernel")
              for problem, labels in failures.items()]
-    torch_own = qualname.partition("::")[0] in internals.TORCH_OP_NAMESPACES
+    torch_own = qualname.partition("::")[0] in TORCH_OP_NAMESPACES
     if not failures and not any(held) and not torch_own:   # torch's own ops are not counted by name
         found.append(Finding(NOTE, "the op under torch.compile: Dynamo ran it eagerly at a graph break in "
                              "every compiled run, so the compile checks saw nothing of it",
@@ -331,7 +360,7 @@ def _clone_alias_findings(overload, call: _Call) -> list[Finding]:
                 continue
             twice = _called_with_one_buffer_twice(seen, overload)
             findings.append(Finding(
-                "aliasing", problem,
+                ALIASING, problem,
                 ("Inductor's code calls the op with the same buffer for both: the clone was removed, and the kernel "
                  f"reads '{other}' while it writes '{written}'" if twice else
                  "the clone did not survive Inductor's passes as it does eagerly, and the kernel reads memory it "
@@ -348,7 +377,7 @@ def _both_written_finding(cases: list) -> Finding:
     Inductor folds the clone into the input it copies, and the clone's place ends up with the input's result)."""
     pairs = ", ".join(f"{other}=<a clone of {written}>" for other, written, _ in cases)
     return Finding(
-        "aliasing", f"called with a clone of one written argument as another written argument ({pairs}), compiled "
+        ALIASING, f"called with a clone of one written argument as another written argument ({pairs}), compiled "
         f"with Inductor it gives another result than eagerly: {'; '.join(cases[0][2].verdict.problems)}",
         "both places are declared written, so the declaration is not what is wrong: Inductor's code gives the "
         "clone other values than eager does (pytorch #198031's family; torch 2.15.0 keeps the clone)",
@@ -412,18 +441,20 @@ _ERROR_DETAIL = re.compile(r"^(torch\.compile raised \w+): .*( \([^()]*dynamic=[
 
 
 def _with_compiled_consequence(findings: list[Finding], compile_ran: bool) -> list[Finding]:
-    """Each declaration/opcheck finding, told what the compiled runs of this audit did."""
+    """Each finding of a check that asks for it (``Check.told_compiled``), told what the compiled runs of this
+    audit did: the compile check's findings, or that they agreed with eager."""
     every_mode = " (" + " / ".join(f"{backend}, dynamic={dynamic}" for backend, dynamic in COMPILE_MODES) + ")"
     in_all = f" (in all {len(COMPILE_MODES)} compiled runs)"
-    seen = [_ERROR_DETAIL.sub(r"\1\2", f.problem).replace(every_mode, in_all) for f in findings if f.check == "compile"]
+    seen = [_ERROR_DETAIL.sub(r"\1\2", f.problem).replace(every_mode, in_all) for f in findings
+            if kind_of(f) == COMPILE]
     if seen:
         consequence = "; ".join(seen)
     elif compile_ran:
         consequence = f"not on this program: the {len(COMPILE_MODES)} compiled runs agreed with eager on these inputs"
     else:
         return findings
-    return [dataclasses.replace(f, compiled=consequence) if f.check.split(":")[0] in ("declaration", "opcheck")
-            else f for f in findings]
+    told = {check.kind for check in CHECKS if check.told_compiled}
+    return [dataclasses.replace(f, compiled=consequence) if kind_of(f) in told else f for f in findings]
 
 
 class _KeepTorchRecords(logging.Filter):
@@ -461,9 +492,9 @@ def _torch_logs_held_back():
             handler.removeFilter(keep)
 
 
-NOTE = "note"   # a Finding that is a limit of this audit, not a defect: it goes to "not checkable here"
 CANNOT_SEE = ("Python side effects inside a kernel declared pure, and writes that happen only for other "
-              "inputs: give such ops an effect (notebook 04) and audit them on several inputs.")
+              f"inputs: give such ops an effect (notebook {notebook_about('effects').number}) and audit them on "
+              "several inputs.")
 
 
 def _resolve(op):
@@ -474,20 +505,66 @@ def _resolve(op):
         if packet is not None and len(packet[1]) == 1:  # the one overload, whatever its name
             overload = ops.live_overload(getattr(op, packet[1][0]))
     except ops.StaleOpError as stale:  # its registration is gone: calling it could crash the process
-        return None, Finding("input", str(stale), "a stale handle points at a deleted registration; nothing about "
+        return None, Finding(INPUT, str(stale), "a stale handle points at a deleted registration; nothing about "
                              "it can be checked safely", "audit the handle the latest declaration returned")
     if packet is not None and len(packet[1]) > 1:
         qualname, names = packet
         spelled = "torch.ops." + qualname.replace("::", ".")
         shown = ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")
-        return None, Finding("input", f"{spelled} has {len(names)} overloads ({shown}): pass one, e.g. "
+        return None, Finding(INPUT, f"{spelled} has {len(names)} overloads ({shown}): pass one, e.g. "
                              f"{spelled}.{names[0]}", "each overload has its own schema, and audit checks one "
                              "schema", f"pass the overload your inputs are for, e.g. {spelled}.{names[0]}")
     if overload is None:
-        return None, Finding("input", f"{_short_repr(op)} is not a custom operator",
+        return None, Finding(INPUT, f"{_short_repr(op)} is not a custom operator",
                              "audit needs an op registered with torch.library (custom_op or Library.define)",
                              "pass the object custom_op returned, labkit.declare's handle, or torch.ops.ns.name")
     return overload, None
+
+
+# --- the checks, in the order an audit runs them: a new check is one entry in CHECKS -------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Check:
+    """One step of an audit: ``find(overload, call)`` returns its findings, of kind ``kind`` (or :data:`EAGER`,
+    :data:`NOTE`); if it raises, that is one finding of its kind saying the check could not run.
+
+    ``stop_if``: the audit ends before this step once a finding of one of these kinds is in (this step could tell
+    nothing more). ``told_compiled``: its findings are told what the compiled runs of this audit did.
+    """
+
+    kind: str
+    find: Callable[..., list[Finding]]
+    stop_if: tuple[str, ...] = ()
+    told_compiled: bool = False
+
+
+CHECKS = (
+    Check(DECLARATION, _declaration_findings, told_compiled=True),
+    Check(OPCHECK, _opcheck_findings, told_compiled=True),
+    # nothing compiled can run on an op that fails eagerly (opcheck has said what else is wrong)
+    Check(COMPILE, _compile_findings, stop_if=(EAGER,)),
+    # a program that already differs tells nothing about a clone passed in another argument's place
+    Check(ALIASING, _clone_alias_findings, stop_if=(COMPILE,)),
+)
+
+
+def _run_check(check: Check, overload, call: _Call) -> list[Finding]:
+    """``check``'s findings; anything it raises is one finding: an audit must not crash a learner's kernel."""
+    try:
+        return check.find(overload, call)
+    except Exception as error:  # noqa: BLE001 - an audit must not crash a learner's kernel
+        message = str(error) if isinstance(error, InputError) else as_torch_error(error, check.kind).message
+        return [Finding(check.kind, f"the check could not run: {type(error).__name__}: {message}",
+                        "the sample inputs may not fit the op's schema", "call the op once eagerly with them")]
+
+
+def _not_repeating(found: list[Finding], eager: str) -> list[Finding]:
+    """``found`` less what repeats the eager failure ``eager`` (its problems), or only says it could not run on
+    those inputs: a check after an eager failure adds nothing by saying it again."""
+    if not eager:
+        return found
+    return [f for f in found if not (f.problem.startswith("the check could not run") or f.problem[:60] in eager)]
 
 
 def audit(op, /, *sample_args, **sample_kwargs) -> AuditReport:
@@ -501,7 +578,7 @@ def audit(op, /, *sample_args, **sample_kwargs) -> AuditReport:
     overload, refusal = _resolve(op)
     unavailable = compiler_unavailable()
     if refusal is None and unavailable is not None:
-        refusal = Finding("input", unavailable, "audit compares eager runs with compiled ones, and none can "
+        refusal = Finding(INPUT, unavailable, "audit compares eager runs with compiled ones, and none can "
                           "compile honestly here", "audit from the main thread of a process where Dynamo is on")
     if refusal is not None:
         return AuditReport(_short_repr(op), "?", [refusal], [], CANNOT_SEE, time.perf_counter() - start)
@@ -509,26 +586,14 @@ def audit(op, /, *sample_args, **sample_kwargs) -> AuditReport:
     findings, run = [], []
     learners_counts = ops.call_counts()   # the op runs many times here: its .calls is put back afterwards
     with _torch_logs_held_back(), _calls_put_back(learners_counts):
-        for name, check in (("declaration", _declaration_findings), ("opcheck", _opcheck_findings),
-                            ("compile", _compile_findings), ("aliasing", _clone_alias_findings)):
-            if name == "aliasing" and any(f.check == "compile" for f in findings):
-                break  # a program that already differs tells nothing about the clone passed in another's place
-            run.append(name)
-            try:
-                found = check(overload, call)
-            except Exception as error:  # noqa: BLE001 - an audit must not crash a learner's kernel
-                message = str(error) if isinstance(error, InputError) else as_torch_error(error, name).message
-                found = [Finding(name, f"the check could not run: {type(error).__name__}: {message}",
-                                 "the sample inputs may not fit the op's schema", "call the op once eagerly with them")]
-            eager = " ".join(f.problem for f in findings if f.check == "eager")
-            if eager:   # opcheck repeating the eager failure (or unable to run on those inputs) adds nothing
-                found = [f for f in found if not (f.problem.startswith("the check could not run")
-                                                  or f.problem[:60] in eager)]
-            findings += found
-            if name == "opcheck" and any(f.check == "eager" for f in findings):
-                break  # opcheck says what else is wrong; nothing compiled can run on an op that fails eagerly
-    notes = "".join(f"{note.problem} ({note.fix}); " for note in findings if note.check == NOTE)
-    findings = _with_compiled_consequence([f for f in findings if f.check != NOTE], compile_ran="compile" in run)
+        for check in CHECKS:
+            if any(kind_of(f) in check.stop_if for f in findings):
+                break
+            run.append(check.kind)
+            eager = " ".join(f.problem for f in findings if kind_of(f) == EAGER)
+            findings += _not_repeating(_run_check(check, overload, call), eager)
+    notes = "".join(f"{note.problem} ({note.fix}); " for note in findings if kind_of(note) == NOTE)
+    findings = _with_compiled_consequence([f for f in findings if kind_of(f) != NOTE], compile_ran=COMPILE in run)
     return AuditReport(internals.qualname_of(overload), internals.schema_of(overload), findings, run,
                        notes + CANNOT_SEE, time.perf_counter() - start)
 

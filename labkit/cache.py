@@ -18,6 +18,9 @@ kernels, fake kernels and backward formulas (pytorch #160472, #144344).
 on, and ``set_policy("default")`` gives torch back exactly the settings you had (your own
 ``cache_key_tag``, ``force_disable_caches`` and post-grad pass are kept throughout).
 The other policies exist so a lesson can show the bug and the other mitigations.
+
+Not here: private torch (the adapter reaches the config slot, the compile-start hook and the ops'
+declarations), and printing: :func:`enable` returns its line, ``labkit.setup()`` prints it.
 """
 
 from __future__ import annotations
@@ -32,9 +35,19 @@ import torch
 from .describe import brief
 from . import _torch_internals as internals
 from . import ops
+from .lessons import notebook_about
 
 POLICIES = ("fingerprinted", "default", "isolated", "disabled")
 TAG_PREFIX = "labkit-ops-"
+
+# Namespaces that torch's own Python code defines ops in (``torch.library._defs`` on 2.13.0, after importing
+# Inductor, distributed, ONNX and flex attention). Their schemas change only with torch's version, which
+# the compile caches' keys already contain; a torch namespace missing here is merely hashed as well.
+TORCH_OP_NAMESPACES = frozenset({
+    "aten", "prim", "prims", "_native", "_c10d_functional", "c10d_functional", "_dtensor", "_inductor_test",
+    "debug_mode_ops", "debugprims", "export", "flex_lib", "fsdp", "onnx", "onnx_symbolic",
+    "quantized_decomposed", "rngprims", "streams", "symm_mem",
+})
 
 _state = {
     "policy": "default",  # "default" = torch exactly as the user configured it
@@ -54,6 +67,8 @@ def fingerprint() -> str:
     """
     parts = []
     for name in internals.python_defined_op_names():
+        if name.partition("::")[0] in TORCH_OP_NAMESPACES:
+            continue
         qualname, _, overload_name = name.partition(".")
         overload = internals.find_overload(qualname, overload_name or "default")
         if overload is None:
@@ -114,7 +129,6 @@ def _key_part() -> str | None:
 
 def _hook(active: bool) -> None:
     ops.on_change(refresh, active)
-    internals.after_reset(refresh, active)
     internals.on_dynamo_compile_start(refresh, active)
     _state["key_pass"] = internals.key_every_compile_on(_key_part if active else None)
 
@@ -125,11 +139,19 @@ def enable() -> str:
     yours = f" (appended to your tag {_state['user_tag']!r})" if _state["user_tag"] else ""
     line = ("compile caches: labkit adds a hash of the custom ops' declarations to "
             f"torch.compiler.config.cache_key_tag{yours}, so that a changed declaration never reuses a stale "
-            "compiled artifact (notebook 04); labkit.cache.set_policy('default') undoes it.")
+            f"compiled artifact (notebook {notebook_about('compile caches').number}); "
+            "labkit.cache.set_policy('default') undoes it.")
     if not _state["key_pass"]:
         line += (" Your own post_grad_custom_post_pass is kept, so the tag alone carries the hash: after "
                  "torch.compiler.reset(), call labkit.cache.refresh() before compiling again.")
     return line
+
+
+def reset_compiler() -> None:
+    """``torch.compiler.reset()``, then the fingerprint re-armed at once (the reset dropped its compile-start hook):
+    how labkit resets, so a capture starts from a clean Dynamo state with the cache keys current."""
+    torch.compiler.reset()
+    refresh()
 
 
 def counters() -> dict[str, int]:

@@ -12,6 +12,9 @@ overlap; a run that shares its cache directory with an earlier one still compile
 one's process has exited (``--wait``: it imports, declares, then waits for the word ``go`` on stdin),
 exactly as if it had been started then. The demo's graph compiles no C++ (``torch.sort`` is handed to
 ATen), so a child with a fresh cache directory has no compiler checks to pay for.
+
+Not here: what the runs mean. The lesson (and :mod:`labkit.naming` in-process) reads the JSON; this
+module is the child process and its starter, nothing a notebook runs in its own kernel.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""``torch.library.opcheck`` as data: which of its tests passes or fails for an op."""
+"""``torch.library.opcheck`` as data: which of its tests passes or fails for an op.
+
+Not here: what a failure means or how to fix it (:mod:`labkit.auditing` advises), and printing.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ from .describe import brief
 from ._torch_internals import aliasing_check_raises  # noqa: F401 - re-exported for lessons
 from ._torch_internals import argument_names
 from .ops import LabOpError, live_overload
-from .stages import copy_inputs
+from .compare import copy_inputs
 
 OPCHECK_TESTS = ("test_schema", "test_autograd_registration", "test_faketensor", "test_aot_dispatch_dynamic")
 KNOWN_TESTS = (*OPCHECK_TESTS, "test_aot_dispatch_static")   # what torch.library.opcheck's test_utils takes

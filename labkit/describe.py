@@ -2,6 +2,8 @@
 
 A tensor's repr spans lines and a hostile ``__repr__`` can raise: error messages name a value
 through :func:`brief`, never through ``repr`` directly. Imports nothing of labkit's.
+
+Not here: whole sentences; each module writes its own refusal around :func:`brief`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""Where the lab is running: torch, Python, device, compiler; and the too-old-torch gate."""
+"""Where the lab is running: torch, Python, device, compiler; and the too-old-torch gate.
+
+Not here: changing anything (it only reads; the gate raises one sentence), private torch (the adapter), and
+printing: ``labkit.setup()`` prints :func:`report_text`.
+"""
 
 from __future__ import annotations
 

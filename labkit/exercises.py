@@ -3,6 +3,8 @@
 An exercise cell holds the learner's answer (``...`` until answered); the cell after it checks it. Every
 message says what to do next and where: which cell to edit, which answers are allowed. The checks accept
 an answer's obvious spellings (case, spaces, a plural) and refuse what torch itself refuses.
+
+Not here: the answers (each notebook holds its own, in collapsed solutions), compiling, and private torch.
 """
 
 from __future__ import annotations
@@ -137,7 +139,7 @@ def _promise_problems(torch, promised, real, inputs) -> list[str]:
     return found
 
 
-# --- 05: a whole number, and several predictions checked at once ------------------------------------
+# --- a whole number, and several predictions checked at once ------------------------------------
 
 
 NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")

@@ -3,6 +3,8 @@
 Each catalogue maps a label a learner sees to what it means; each experiment declares the
 op a label names, runs :func:`labkit.stages.compile_and_compare` on a small program and
 returns ``(op, report)``. The widgets in :mod:`labkit.widgets` only wire controls to these.
+
+Not here: controls and HTML (:mod:`labkit.widgets`, :mod:`labkit.render`), and private torch.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ import torch
 
 from . import naming, ops
 from .ops import OpSpec
-from .stages import brief, compile_and_compare
+from .describe import brief
+from .stages import compile_and_compare
 
 # What the kernel really does is the same in every case but "over-declared" and "no fake":
 # it adds 1 to x in place. What changes is what it *declares*.
@@ -89,7 +92,7 @@ def uses_result(op):
     return step
 
 
-# --- the declaration experiment (notebook 02) ----------------------------------------------------
+# --- the declaration experiment ----------------------------------------------------
 
 
 def declaration_spec(declaration: str, namespace: str = "declab") -> OpSpec:
@@ -105,7 +108,7 @@ def declaration_experiment(declaration: str, backend: str, dynamic: bool | None,
     return op, compile_and_compare(uses_result(op), calls=calls, backend=backend, dynamic=dynamic)
 
 
-# --- dead-code elimination and dynamic shapes (notebook 04) --------------------------------------
+# --- dead-code elimination and dynamic shapes --------------------------------------
 
 
 def devices() -> list[str]:
@@ -137,7 +140,7 @@ def dce_experiment(declaration: str, dynamic: bool | None, shapes=(4, 6, 8), dev
                                    fullgraph=fullgraph)
 
 
-# --- the naming experiment (notebooks 03, 05) ----------------------------------------------------
+# --- the naming experiment ----------------------------------------------------
 
 
 def naming_story(result: naming.NamingResult) -> str:

@@ -3,8 +3,11 @@
 In a script you would run ``TORCH_LOGS="aot_graphs" python train.py`` and read stderr. In a
 notebook cell that asserts on the log, the text has to be caught, and torch's releases differ in
 *when* their log handler looks at ``sys.stderr``: up to 2.14 when ``set_logs`` runs, from 2.15 at
-each message. Redirecting stderr around the whole block catches both. Notebook 00 writes these
-lines out; later notebooks call :func:`torch_logs`.
+each message. Redirecting stderr around the whole block catches both. A lesson may write these
+lines out in the open; the others call :func:`torch_logs`.
+
+Not here: deciding what a log means (the lessons and their tests do), and private torch beyond
+``torch._logging.set_logs`` and the loggers' names (the adapter keeps their state).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Iterator
 import torch
 
 from . import _torch_internals as internals
+from . import cache
 from .env import refuse_if_compiler_unavailable
 
 
@@ -70,7 +74,7 @@ def _restore_torch_logging(before: tuple[object, dict]) -> None:
         logger.propagate = propagate
 
 
-# --- notebook 09: one logger's messages, and the code Inductor generates ------------------------------------
+# --- one logger's messages, and the code Inductor generates ------------------------------------
 
 OUTPUT_CODE = "torch._inductor.codecache.__output_code"    # the logger behind TORCH_LOGS=output_code
 CUDAGRAPHS = "torch._inductor.cudagraph_utils.__cudagraphs"   # the logger behind TORCH_LOGS=cudagraphs
@@ -123,7 +127,7 @@ def inductor_code(fn, *args, **compile_options) -> str:
     by an earlier one. ``compile_options`` go to ``torch.compile`` (``mode=``, ``fullgraph=``, ...).
     """
     refuse_if_compiler_unavailable()
-    internals.reset_compiler()
+    cache.reset_compiler()
     with internals.graph_caches_off(), logged(OUTPUT_CODE) as messages:
         torch.compile(fn, **compile_options)(*args)
     return "\n".join(m for m in messages if m.startswith("Output code:"))
@@ -137,7 +141,7 @@ def code_lines(code: str, text: str) -> list[str]:
 def call_steps(code: str) -> list[tuple[str, str]]:
     """What the ``call`` function of Inductor's code does, in order: ``("kernel", ...)`` for a kernel Inductor
     generated (or an extern one), ``("op", ...)`` for a custom op called by name, ``("alloc", ...)`` for a buffer it
-    allocates. Each comes with the line's call, shortened (``nb09.scale(arg0_1)``); asserts, ``del`` and comments
+    allocates. Each comes with the line's call, shortened (``mylab.scale(arg0_1)``); asserts, ``del`` and comments
     are left out."""
     import re
 
@@ -172,7 +176,7 @@ def _short_args(args: str, limit: int = 34) -> str:
     return args if len(args) <= limit else args[: limit - 1] + "…"
 
 
-# --- 01: TORCH_TRACE and tlparse, on a program run in a child process ---------------------------------------
+# --- TORCH_TRACE and tlparse, on a program run in a child process ---------------------------------------
 
 
 class ToolMissing(RuntimeError):
@@ -220,7 +224,7 @@ def torch_trace_report(program: str):
     return work / "report"
 
 
-# --- 05: what dead-code elimination erased, and what it kept ----------------------------------------
+# --- what dead-code elimination erased, and what it kept ----------------------------------------
 
 
 class DeadCodeRun:
@@ -241,7 +245,7 @@ class DeadCodeRun:
         return [str(a) for a in self.graphs[0].graph.output_node().args[0]]
 
     def targets(self, impure_only: bool = False) -> list[str]:
-        """What every call left in the forward graphs calls (``nb05.positives.default``, ``aten.add.Tensor``)."""
+        """What every call left in the forward graphs calls (``mylab.positives.default``, ``aten.add.Tensor``)."""
         return [str(n.target) for g in self.graphs for n in g.graph.nodes
                 if n.op == "call_function" and (n.is_impure() or not impure_only)]
 
@@ -260,7 +264,7 @@ def dead_code_run(fn, *args, fullgraph: bool = True) -> DeadCodeRun:
     graphs: list = []
     backend = internals.aot_forward_as_inductor_gets_it(graphs.append)
     torch.compiler.reset()
-    with internals.config_patches(functorch__enable_autograd_cache=False), \
+    with internals.config_patches(functorch={"enable_autograd_cache": False}), \
             torch_logs(modules={"torch.fx.graph": logging.INFO}) as log:
         torch.compile(fn, backend=backend, fullgraph=fullgraph)(*args)
     erased = {name for line in log.getvalue().splitlines() if "dead code eliminated" in line
@@ -270,7 +274,7 @@ def dead_code_run(fn, *args, fullgraph: bool = True) -> DeadCodeRun:
 
 def dynamo_graph_calls(fn, *args, **compile_options) -> list[list[str]]:
     """Compile ``fn`` with ``compile_options`` and call it once; for each graph Dynamo hands the backend, what its
-    calls call (``nb05.positives.default``, ``aten._assert_scalar.default``, ...). The compiler is reset first."""
+    calls call (``mylab.positives.default``, ``aten._assert_scalar.default``, ...). The compiler is reset first."""
     refuse_if_compiler_unavailable()
     graphs: list[list[str]] = []
 

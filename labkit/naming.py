@@ -5,6 +5,9 @@ compile, then declare the same name as mutating and compile again: what does eac
 handle report, what runs, and does the compiled code come from the cache? This module runs
 that story with plain ``torch.library.custom_op`` and ``torch.compile`` — no labkit in the
 way — inside a chosen cache policy and a fresh cache directory, and reports what happened.
+
+Not here: the cache policies themselves (:mod:`labkit.cache`), and the table a learner sees
+(:func:`labkit.render.naming_html`).
 """
 
 from __future__ import annotations
@@ -131,7 +134,7 @@ def run(scheme: str, order: str, policy: str, namespace: str = "naming", typed: 
                     # C++ compiler run per fresh cache directory (x * 2 + 1 costs one, a second or so)
                     return torch.sort(x).values
 
-                internals.reset_compiler()
+                cache.reset_compiler()
                 before = internals.cache_counters()
                 kernel.calls = 0
                 x = torch.zeros(2)
@@ -152,4 +155,4 @@ def run(scheme: str, order: str, policy: str, namespace: str = "naming", typed: 
         for name in set(names):
             if ops.owns(name):
                 ops.drop(name)
-        internals.reset_compiler()
+        cache.reset_compiler()

@@ -16,6 +16,9 @@ Lifecycle, made explicit (torch's own is silent):
 Ownership: labkit replaces or drops only ops it created in this process (the registry
 below). A name held by your own ``custom_op``, a ``Library.define`` or torch itself is
 refused with one sentence. *Inspecting* any op (``audit``, ``compile_and_compare``) stays open.
+
+Not here: private torch (the adapter reads and destroys registrations; this module decides which to keep
+alive), and compiling or comparing anything (:mod:`labkit.stages`).
 """
 
 from __future__ import annotations
@@ -145,6 +148,45 @@ def name_problem(name: object) -> str | None:
     return None
 
 
+def split_qualname(op_name) -> tuple[str, str]:
+    """``"ns::name"`` -> ``("ns", "name")``, or one sentence saying what an op name looks like."""
+    parts = op_name.split("::") if isinstance(op_name, str) else []
+    if len(parts) != 2 or not all(p.isidentifier() for p in parts):
+        raise ValueError(f"an op name looks like 'namespace::name' (e.g. 'mylab::bump'), not {brief(op_name)}.")
+    return parts[0], parts[1]
+
+
+# --- registrations labkit destroyed: kept alive for good -----------------------------------------
+#
+# A ``torch.library.Library`` carries a weakref finalizer that, when the object is garbage collected,
+# deletes ``torch.ops.<ns>.<name>`` for every name it defined: again after ``_destroy()`` already did,
+# and even when a newer registration owns the name by then. So, some time after a redefinition (when
+# the cyclic collector frees the old handle), ``torch.ops.ns.name.default`` silently becomes a new
+# object, and an identity check on the live op (``node.target is torch.ops.ns.name.default``, or
+# ``_torch_internals.is_dangling``) fails at random. labkit keeps each registration it destroyed or replaced alive
+# for the rest of the session: a few hundred bytes each, and the finalizer then never runs early.
+_DESTROYED_REGISTRATIONS: list = []
+
+
+def keep_destroyed(registration) -> None:
+    """Hold a destroyed or replaced registration (a token from ``registration_of``) for good."""
+    if registration is not None and not any(kept is registration for kept in _DESTROYED_REGISTRATIONS):
+        _DESTROYED_REGISTRATIONS.append(registration)
+
+
+def destroy_custom_op(qualname: str) -> bool:
+    """Free a name any ``custom_op`` holds, labkit's or not, keeping its registration alive (see above).
+    True when one held it. :func:`drop` is the learner's way; this one asks no questions (tests clean up with it)."""
+    registration = internals.destroy_custom_op(qualname)
+    keep_destroyed(registration)
+    return registration is not None
+
+
+def _destroy_library(lib) -> None:
+    internals.destroy_library(lib)
+    keep_destroyed(lib)
+
+
 # --- ownership: the ops labkit created in this process ------------------------------------------
 
 _OWNED: dict[str, object] = {}  # qualified name -> torch's token for the registration labkit made
@@ -156,7 +198,7 @@ def owns(qualname: str) -> bool:
     token = _OWNED.get(qualname)
     if token is not None and internals.current_registration(qualname) is not token:
         del _OWNED[qualname]  # someone replaced or destroyed it: no longer labkit's
-        internals.keep_destroyed(token)
+        keep_destroyed(token)
         token = None
     return token is not None
 
@@ -191,7 +233,7 @@ def custom_op(qualname: str, kernel, mutates_args, tags=None):
     except Exception as error:  # noqa: BLE001 - torch's refusal becomes one sentence
         now = internals.current_registration(qualname)
         if now is not before:  # torch destroyed the old op before failing: do not leave a half-made one
-            internals.destroy_custom_op(qualname)
+            destroy_custom_op(qualname)
             _forget(qualname)
         first_line = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
         raise LabOpError(f"torch refused to define {qualname}: {first_line}") from None
@@ -219,7 +261,7 @@ def library(namespace: str):
     """
     old = _LIBRARIES.pop(namespace, None)
     if old is not None:
-        internals.destroy_library(old)
+        _destroy_library(old)
     lib = torch.library.Library(namespace, "FRAGMENT")
     _LIBRARIES[namespace] = lib
     return lib
@@ -227,7 +269,7 @@ def library(namespace: str):
 
 def _forget(qualname: str) -> None:
     """Retire the handle labkit holds for ``qualname`` and forget that it owned it."""
-    internals.keep_destroyed(_OWNED.pop(qualname, None))  # see internals.keep_destroyed: why
+    keep_destroyed(_OWNED.pop(qualname, None))  # see keep_destroyed: why
     old = _LIVE.pop(qualname, None)
     if old is not None:
         old._retired = True
@@ -296,7 +338,7 @@ class LabOp:
         torch asks this per graph node, not per op: after functionalization a mutating op
         is an ``auto_functionalized_v2`` node (removable itself; the ``copy_`` back into the
         input is what stays), and an effectful one a ``with_effects`` node kept by its token.
-        Notebook 05 shows each case.
+        The dead-code-elimination lesson shows each case.
         """
         return internals.is_impure(self.overload)
 
@@ -447,7 +489,7 @@ def drop(name: str) -> bool:
     if not isinstance(name, str) or not _QUALNAME.match(name):
         raise LabOpError(f"drop() takes a qualified name like 'mylab::op', not {brief(name)}.")
     if owns(name):
-        internals.destroy_custom_op(name)
+        destroy_custom_op(name)
         _forget(name)  # after the destroy, so the cache fingerprint no longer sees it
         return True
     if exists(name):
@@ -541,7 +583,7 @@ def torch_source(spec: OpSpec, name: str | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-# --- 01: an op defined the low-level way, with torch.library.Library and no fake kernel ---------------------
+# --- an op defined the low-level way, with torch.library.Library and no fake kernel ---------------------
 
 
 
@@ -551,13 +593,13 @@ def library_op(qualname: str, kernel, schema: str = "(Tensor x) -> Tensor"):
 
     Running it again replaces the previous definition (``Library.define`` alone would refuse a second one).
     Any namespace is allowed, torch's fake-tensor fallback namespaces too (``vision``, ...): that is the point
-    of notebook 01's lesson on them.
+    of the lesson on them.
     """
     namespace, _, name = qualname.partition("::")
     if not namespace or not name.isidentifier():
         raise LabOpError(f"library_op() takes a qualified name like 'mylib::op', not {brief(qualname)}.")
     if qualname in _LIBRARIES:
-        internals.destroy_library(_LIBRARIES.pop(qualname))
+        _destroy_library(_LIBRARIES.pop(qualname))
     lib = torch.library.Library(namespace, "FRAGMENT")
     lib.define(name + schema)
     lib.impl(name, kernel, "CPU")
@@ -565,7 +607,7 @@ def library_op(qualname: str, kernel, schema: str = "(Tensor x) -> Tensor"):
     return getattr(getattr(torch.ops, namespace), name)
 
 
-# --- 05: side effects for an op written with @torch.library.custom_op -------------------------------
+# --- side effects for an op written with @torch.library.custom_op -------------------------------
 
 
 def register_ordered_effect(opdef) -> None:

@@ -1,5 +1,8 @@
-"""Notebook 11's steps around an AOTInductor package: build it (a long compile, announced, safe to stop), load
+"""The AOTInductor lesson's steps around a package: build it (a long compile, announced, safe to stop), load
 it, read what it holds, and try it in a fresh Python. Each wraps torch's own call, named in its docstring.
+
+Not here: private torch (the adapter holds ``torch._inductor``'s AOTInductor entry points), and the lesson's
+conclusions: it prints only what a long step is doing, and returns what it found.
 """
 
 from __future__ import annotations

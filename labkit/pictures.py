@@ -3,8 +3,10 @@ calls a kernel counted. Never from numbers typed in: a picture is evidence of th
 
 Every function returns a matplotlib ``Figure`` and closes it from pyplot's list, so that a notebook cell
 ending in the call shows it exactly once (and a test can draw thousands without leaking memory). The look
-is shared: one palette, one font size, boxes for values and arrows for what flows. This module computes
-nothing about torch (that is the core's job); it only draws what it is given.
+is shared: one palette, one font size, boxes for values and arrows for what flows.
+
+Not here: computing anything about torch (the core does; this module only draws what it is given), and
+text or HTML (:mod:`labkit.render`).
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ def arrow(ax, start: tuple, end: tuple, label: str = "", color: str = PALETTE["e
                 fontsize=FONT - 1, color=color)
 
 
-# --- 03: a mutating op on a view -------------------------------------------------------------------
+# --- a mutating op on a view -------------------------------------------------------------------
 
 
 def view_written_back(report, op_name: str, before, after):
@@ -78,7 +80,7 @@ def view_written_back(report, op_name: str, before, after):
     return fig
 
 
-# --- 08: what a compiled training step runs: the forward graph, what it saves, the backward graph ------------
+# --- what a compiled training step runs: the forward graph, what it saves, the backward graph ------------
 
 
 def _computes(node) -> str:
@@ -89,7 +91,7 @@ def _computes(node) -> str:
 def forward_backward(forward, backward, op_name: str):
     """AOTAutograd's forward graph (each call, ``op_name`` highlighted), the values it saves for the backward
     (the backward graph's inputs, each with an arrow from the forward node that made it), and the backward
-    graph's calls counted by op: from two :class:`labkit.stages.GraphSnapshot`."""
+    graph's calls counted by op: from two :class:`labkit.graphs.GraphSnapshot`."""
     calls = [n for n in forward.nodes if n.op == "call_function"]
     made = {n.name: i for i, n in enumerate(calls)}
     saved = [n.name for n in backward.nodes if n.op == "placeholder"]
@@ -122,7 +124,7 @@ def forward_backward(forward, backward, op_name: str):
     return fig
 
 
-# --- 09: what Inductor's generated code runs, step by step -------------------------------------------------
+# --- what Inductor's generated code runs, step by step -------------------------------------------------
 
 STEP_KINDS = {"op": "op", "kernel": "input", "alloc": "removed"}   # a custom op; Inductor's kernel; a new buffer
 
@@ -154,7 +156,7 @@ def inductor_steps(codes: dict):
     return fig
 
 
-# --- 02: what functionalization does to a mutating op, and the order Inductor runs an undeclared write in -------
+# --- what functionalization does to a mutating op, and the order Inductor runs an undeclared write in -------
 
 
 def _call_label(node) -> str:
@@ -249,7 +251,7 @@ def write_order(report, op_name: str, writes: str = "x"):
     return fig
 
 
-# --- 04: what the cache key sees of a changed declaration, with and without labkit's fingerprint ---------------
+# --- what the cache key sees of a changed declaration, with and without labkit's fingerprint ---------------
 
 
 def _short_tag(tag: str) -> str:
@@ -284,7 +286,7 @@ def cache_keys(results: dict):
     return fig
 
 
-# --- 10: the order a tensor's elements lie in memory, read from its strides --------------------------------
+# --- the order a tensor's elements lie in memory, read from its strides --------------------------------
 
 
 def memory_order(tensors: dict, slots: int = 12):
@@ -312,7 +314,7 @@ def memory_order(tensors: dict, slots: int = 12):
     return fig
 
 
-# --- 11: how a package finds its custom op: by name, when it loads ------------------------------------------
+# --- how a package finds its custom op: by name, when it loads ------------------------------------------
 
 
 def package_lookup(package_name: str, calls: list[dict], registered: dict):
@@ -338,7 +340,7 @@ def package_lookup(package_name: str, calls: list[dict], registered: dict):
     return fig
 
 
-# --- 01: what each stage of torch.compile hands an op: fake tensors while tracing, data when it runs ----------
+# --- what each stage of torch.compile hands an op: fake tensors while tracing, data when it runs ----------
 
 STAGE_TITLES = {"dynamo": "Dynamo traces", "aot": "AOTAutograd traces", "inductor": "Inductor lowers",
                 "tracing": "tracing"}
@@ -376,7 +378,7 @@ def calls_by_stage(calls, op_name: str):
     return fig
 
 
-# --- 06: what Dynamo captures of a data-dependent op, and where it breaks the graph -------------------------
+# --- what Dynamo captures of a data-dependent op, and where it breaks the graph -------------------------
 
 
 def _short_target(node) -> str:
@@ -423,7 +425,7 @@ def graph_breaks(runs: dict, highlight: str):
     return fig
 
 
-# --- 05: what keeps each node alive through dead-code elimination ------------------------------------------
+# --- what keeps each node alive through dead-code elimination ------------------------------------------
 
 
 def _why_alive(node) -> str:
@@ -469,7 +471,7 @@ def what_keeps_alive(runs: dict):
     return fig
 
 
-# --- 07: which compiled graph served each call, or none (eager) ----------------------------------------------
+# --- which compiled graph served each call, or none (eager) ----------------------------------------------
 
 
 def which_graph(runs: dict, calls):

@@ -7,6 +7,8 @@ It takes 40 s to 2 minutes on a 2-core machine (benchmarks/preflight.py; docs/me
 last check starts a fresh Python that runs a notebook's first cells over an empty Inductor cache. That child
 starts first and runs while this process checks torch, ipywidgets, a widget and two backends, so the wait is
 the longer of the two.
+
+Not here: fixing anything. Each ✘ line says what to do; the lab's own setup is ``./lab``.
 """
 
 from __future__ import annotations

@@ -19,7 +19,9 @@ How cells are named (the first line of a code cell, read by this module and by t
 (``listen``). The comparison sees what travels in code, not state set elsewhere (a config patch in a
 cell that is not needed); declaring the cells a GPU cell reads from keeps that gap small, and
 ``tests/test_gpu_recordings.py`` checks that the names a GPU cell uses are bound by what it declares.
-This module must not touch torch's state: it only reads files and the sources of titled cells.
+
+Not here: torch's state (this module only reads files and the sources of titled cells), and showing a
+recording (:func:`labkit.render.gpu_recording_text` and its HTML twin).
 """
 
 from __future__ import annotations

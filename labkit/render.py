@@ -1,7 +1,9 @@
-"""Turn a :class:`~labkit.stages.StageReport` into text, HTML and pictures.
+"""Turn a :class:`~labkit.stages.StageReport` into text, HTML and pictures; draw every widget's view.
 
-Nothing here computes anything about torch: it only presents what the core found,
-so the same report looks the same in a notebook, a widget, a test or a terminal.
+It only presents what the core found, so the same report looks the same in a notebook, a widget,
+a test or a terminal. The widgets' HTML is built here too, in named functions, and the widgets call them.
+
+Not here: computing anything about torch (the core does), and controls (:mod:`labkit.widgets`).
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ import re
 import torch
 
 from . import recordings
-from .stages import StageReport, split_qualname
+from .ops import split_qualname
+from .stages import StageReport
 
 STAGES = (("dynamo", "Dynamo graph"), ("aot", "AOTAutograd graph"), ("inductor", "Inductor code"),
           ("ran", "kernel ran"))
@@ -436,6 +439,55 @@ def fate_picture_html(report: StageReport, op_name: str) -> str:
         _FATE_PNGS[key] = base64.b64encode(buffer.getvalue()).decode()
     alt = html.escape(", ".join(f"{STAGE_NAMES[s]} {m}" for s, m in zip(STAGE_NAMES, key[0])) + f", ran {key[1]}")
     return f"<img alt='{alt}' title='{alt}' src='data:image/png;base64,{_FATE_PNGS[key]}' style='max-width:100%'>"
+
+
+# --- the widgets' views: labkit.widgets wires controls, these draw -----------------------------------------
+
+COMPILING_HTML = "<i>⏳ compiling this state for the first time…</i>"
+COMPUTED_NOW_HTML = "<i>computed now (seen states come back instantly)</i>"
+INTERRUPTED_HTML = ("<p style='color:#b00020'><b>Interrupted</b> (Ctrl-C / the stop button) before "
+                    "this state finished compiling: change a control to compute again.</p>")
+
+
+def lab_heading_html(title: str) -> str:
+    """A widget's title line, as its static view shows it too."""
+    return f"<p><b>{html.escape(title)}</b></p>"
+
+
+def could_not_compute_html(error: BaseException) -> str:
+    """What a widget shows instead of a view when its experiment raised: the error in one line, cut at 500."""
+    return (f"<p style='color:#b00020'><b>labkit could not compute this state</b>: "
+            f"{html.escape(type(error).__name__)}: {html.escape(str(error)[:500])}</p>")
+
+
+def static_view_html(title: str, described: str, view_html: str) -> str:
+    """A widget as a page without a kernel shows it (nbviewer, GitHub): its title, the state, the last view."""
+    return (f"<div><p><b>{html.escape(title)}</b> (static view of: "
+            f"{html.escape(described)}; run the notebook to use the controls)</p>"
+            f"{view_html}</div>")
+
+
+def declaration_view_html(declaration: str, meaning: str, schema: str, report: StageReport, op_name: str) -> str:
+    """The declaration lab's view: the declaration and its schema, the program, the op's fate and the report."""
+    return (f"<div style='white-space:normal'><p style='margin:4px 0'><b>{html.escape(declaration)}</b>: the "
+            f"kernel {html.escape(meaning)}.<br>schema: <code>{html.escape(schema)}</code><br>"
+            f"<code>def step(x): out = op(x); return x * 2 if out is None else x + out</code></p>"
+            + fate_picture_html(report, op_name) + to_html(report, [op_name]) + "</div>")
+
+
+def name_refused_html(problem: str) -> str:
+    """The naming lab's view of a name it cannot use: the one sentence saying why."""
+    return f"<p style='color:#b00020'><b>That name cannot be used:</b> {html.escape(problem)}</p>"
+
+
+def dce_view_html(schema: str, op_name: str, report: StageReport) -> str:
+    """The dynamic-shapes and DCE lab's view: the program, the graphs per call and their shapes, the op's fate."""
+    sizes = " | ".join(", ".join(g.input_shapes) for g in report.dynamo_graphs)
+    return (f"<div style='white-space:normal'><p style='margin:4px 0'><code>def unused_result(x): op(x); "
+            f"return x + 1</code>: the op's result is never used.<br>schema <code>{html.escape(schema)}</code>"
+            f"<br>graphs compiled per call: <b>{report.graphs_per_call}</b> (recompiles: {report.recompiles}); "
+            f"input shapes each graph was built for: <code>{html.escape(sizes or 'none')}</code></p>"
+            + fate_picture_html(report, op_name) + to_html(report, [op_name]) + "</div>")
 
 
 def _and(items) -> str:

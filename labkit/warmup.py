@@ -10,6 +10,8 @@ Why not in the background: torch's compile stack is not thread-safe (pytorch
 joined, makes the next compile on the main thread segfault in FakeTensorMode
 and kills the kernel. So labkit never compiles off the thread that called it:
 by design, on every torch, not by a version check.
+
+Not here: any compile off the calling thread, and any lesson: this is the one tiny function of ``setup()``.
 """
 
 from __future__ import annotations

@@ -4,19 +4,21 @@ Every widget here can be driven from Python — set a control's ``.value`` (or c
 and read ``.report`` or ``.view.value`` — which is how the tests use them. The view is
 redrawn by assigning ``view.value``, never by printing inside an ``Output`` widget, so
 nothing leaks into a cell's stored output.
+
+Not here: HTML (:mod:`labkit.render` draws every view, title and status line), and the experiments
+(:mod:`labkit.experiments` runs them, UI-free).
 """
 
 from __future__ import annotations
 
 import contextlib
-import html
 import itertools
 from typing import Iterator
 
 import ipywidgets as widgets
 
 from . import cache, naming, render
-from .stages import brief
+from .describe import brief
 from .experiments import (
     DCE_DECLARATIONS, DECLARATIONS, DYNAMIC_CHOICES, FULLGRAPH_CHOICES, OP_KINDS, SHAPE_SEQUENCES, dce_experiment,
     declaration_experiment,
@@ -55,7 +57,7 @@ class LabWidget:
 
     def __init__(self, controls: dict[str, widgets.Widget]):
         self.controls = controls
-        self.heading = widgets.HTML(f"<p><b>{html.escape(self.title)}</b></p>")  # as in the static view
+        self.heading = widgets.HTML(render.lab_heading_html(self.title))  # as in the static view
         self.status = widgets.HTML()
         self.changes = widgets.HTML()    # what changed since the previous state: not part of a state's view
         self.view = widgets.HTML()
@@ -169,20 +171,18 @@ class LabWidget:
         state = self.state
         fresh = state not in self._cache
         if fresh:
-            self.status.value = "<i>⏳ compiling this state for the first time…</i>"
+            self.status.value = render.COMPILING_HTML
         try:
             result = self.result(state)
             self._show(state, self.render(result))
-            self.status.value = "" if not fresh else "<i>computed now (seen states come back instantly)</i>"
+            self.status.value = "" if not fresh else render.COMPUTED_NOW_HTML
             self._note_changes(state, self.facts(result))
         except Exception as error:  # noqa: BLE001 - a widget must never kill a learner's kernel
             self.status.value = ""
-            self._show(state, f"<p style='color:#b00020'><b>labkit could not compute this state</b>: "
-                              f"{html.escape(type(error).__name__)}: {html.escape(str(error)[:500])}</p>")
+            self._show(state, render.could_not_compute_html(error))
         except KeyboardInterrupt:
             self.status.value = ""
-            self._show(state, "<p style='color:#b00020'><b>Interrupted</b> (Ctrl-C / the stop button) before "
-                              "this state finished compiling: change a control to compute again.</p>")
+            self._show(state, render.INTERRUPTED_HTML)
             raise
 
     def _note_changes(self, state: tuple, facts: dict[str, str]) -> None:
@@ -209,9 +209,7 @@ class LabWidget:
             return
         bundle = {
             "text/plain": repr(self),
-            "text/html": f"<div><p><b>{html.escape(self.title)}</b> (static view of: "
-                         f"{html.escape(self.describe())}; run the notebook to use the controls)</p>"
-                         f"{self.view.value}</div>",
+            "text/html": render.static_view_html(self.title, self.describe(), self.view.value),
             "application/vnd.jupyter.widget-view+json": {
                 "version_major": 2, "version_minor": 0, "model_id": self.ui.model_id},
         }
@@ -278,12 +276,8 @@ class DeclarationLab(LabWidget):
     def render(self, result) -> str:
         schema, report = result
         declaration = self._shown_declaration()
-        meaning = DECLARATIONS[declaration][0]
-        op_name = declaration_spec(declaration, self.namespace).name
-        return (f"<div style='white-space:normal'><p style='margin:4px 0'><b>{html.escape(declaration)}</b>: the "
-                f"kernel {html.escape(meaning)}.<br>schema: <code>{html.escape(schema)}</code><br>"
-                f"<code>def step(x): out = op(x); return x * 2 if out is None else x + out</code></p>"
-                + render.fate_picture_html(report, op_name) + render.to_html(report, [op_name]) + "</div>")
+        return render.declaration_view_html(declaration, DECLARATIONS[declaration][0], schema, report,
+                                            declaration_spec(declaration, self.namespace).name)
 
     def _shown_declaration(self) -> str:
         return self.controls["declaration"].value
@@ -337,7 +331,7 @@ class NamingLab(LabWidget):
 
     def render(self, result) -> str:
         if result.problem:
-            return f"<p style='color:#b00020'><b>That name cannot be used:</b> {html.escape(result.problem)}</p>"
+            return render.name_refused_html(result.problem)
         return render.naming_html(result, naming_story(result))
 
     def facts(self, result) -> dict[str, str]:
@@ -392,12 +386,7 @@ class DynamicLab(LabWidget):
 
     def render(self, result) -> str:
         op, report = result
-        sizes = " | ".join(", ".join(g.input_shapes) for g in report.dynamo_graphs)
-        return (f"<div style='white-space:normal'><p style='margin:4px 0'><code>def unused_result(x): op(x); "
-                f"return x + 1</code>: the op's result is never used.<br>schema <code>{html.escape(op.schema)}</code>"
-                f"<br>graphs compiled per call: <b>{report.graphs_per_call}</b> (recompiles: {report.recompiles}); "
-                f"input shapes each graph was built for: <code>{html.escape(sizes or 'none')}</code></p>"
-                + render.fate_picture_html(report, op.name) + render.to_html(report, [op.name]) + "</div>")
+        return render.dce_view_html(op.schema, op.name, report)
 
     def facts(self, result) -> dict[str, str]:
         op, report = result

@@ -31,7 +31,7 @@ def _clean():
             if labkit.ops.owns(name):
                 labkit.drop(name)
             else:  # a raw custom_op the test itself defined
-                internals.destroy_custom_op(name)
+                labkit.ops.destroy_custom_op(name)
 
 
 # The files that take minutes in one test start first: under ./lab test's two workers (pytest-xdist,

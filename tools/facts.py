@@ -200,6 +200,20 @@ def instructors_timings(nbs: list[dict], learner: dict[str, int]) -> list[str]:
     return lines + [""]
 
 
+def lessons(nbs: list[dict]) -> list[str]:
+    """labkit/lessons.py's LESSONS: each topic a notebook's ``topics`` names -> (its stem, its title)."""
+    lines, taken = ["LESSONS = {"], {}
+    for nb in nbs:
+        for topic in nb.get("topics", []):
+            if topic in taken:
+                raise FactsError(f"pyproject.toml's [[tool.lab.notebooks]] {taken[topic]!r} and {nb['stem']!r} both "
+                                 f"list the topic {topic!r}: a topic is taught by one notebook")
+            taken[topic] = nb["stem"]
+            quoted = [json.dumps(text, ensure_ascii=False) for text in (topic, nb["stem"], nb["title"])]
+            lines.append(f"    {quoted[0]}: ({quoted[1]}, {quoted[2]}),")
+    return lines + ["}"]
+
+
 def regions(project: dict, checked: list[str], root: pathlib.Path = ROOT) -> dict[str, list[tuple[str, str, list]]]:
     """{file: [(region name, marker style, the lines between its markers)]}."""
     lab, nbs = project["tool"]["lab"], project["tool"]["lab"]["notebooks"]
@@ -220,6 +234,7 @@ def regions(project: dict, checked: list[str], root: pathlib.Path = ROOT) -> dic
                            ("gpu-room", "md", ["", *gpu_runs.room(root), ""])],
         "labkit/_torch_internals.py": [("checked-on", "py", [f"CHECKED_ON = ({quoted})"])],
         "labkit/env.py": [("minimum-torch", "py", [f"MINIMUM_TORCH = {minimum!r}"])],
+        "labkit/lessons.py": [("lessons", "py", lessons(nbs))],
         "requirements.txt": [("torch-floor", "py", [f"torch>={lab['minimum_torch']}"])],
         "binder/requirements.txt": [("reference-torch", "py", [f"torch=={lab['reference_torch']}+cpu"])],
     }

@@ -66,8 +66,8 @@ def test_a_name_that_already_exists_is_refused():
         result = naming.run("a name I type", PURE_FIRST, "default", typed="t_naming::taken")
         assert "already exists" in result.problem
     finally:
-        from labkit import _torch_internals as internals
-        internals.destroy_custom_op("t_naming::taken")
+        from labkit import ops
+        ops.destroy_custom_op("t_naming::taken")
 
 
 def test_a_good_typed_name_runs_the_experiment():

@@ -186,7 +186,7 @@ def no_training_ops_left():
     yield
     for name in internals.custom_op_qualnames():
         if name.startswith("tgrad::"):
-            internals.destroy_custom_op(name)
+            ops.destroy_custom_op(name)
 
 
 def _sin_op(name, backward):
@@ -744,7 +744,7 @@ def test_random_numbers_are_the_same_in_both_runs_and_the_callers_generator_does
 def test_inductor_randomness_is_explained_not_an_unexplained_differ():
     report = compile_and_compare(lambda t: t + torch.rand(3), torch.zeros(3), backend="inductor")
     assert not report.verdict.agree and "fallback_random = True" in str(report.verdict)
-    with internals.config_patches(inductor__fallback_random=True):
+    with internals.config_patches(inductor={"fallback_random": True}):
         assert compile_and_compare(lambda t: t + torch.rand(3), torch.zeros(3), backend="inductor").verdict.agree
 
 

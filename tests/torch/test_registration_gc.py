@@ -4,7 +4,7 @@ torch.library.Library's finalizer deletes ``torch.ops.<ns>.<name>`` when the old
 freed, even after a newer registration took the name: ``torch.ops.ns.name.default`` then becomes a
 new object at a moment chosen by the garbage collector. This made notebook 07 fail at random when it
 ran after 08 and 09 in one kernel (an identity check on its op's graph node). labkit keeps the
-registrations it destroyed alive (``_torch_internals.keep_destroyed``).
+registrations it destroyed alive (``labkit.ops.keep_destroyed``).
 """
 
 import gc

@@ -1,0 +1,41 @@
+"""Which notebook teaches a topic: the few sentences that send a learner to a lesson take its number from here.
+
+labkit does not know the order of the curriculum. A notebook number typed into a sentence goes stale
+when the notebooks are renumbered, and nothing notices (the audit once sent learners to the wrong notebook for
+effects, which 05 teaches). So labkit's code names a topic, and :data:`LESSONS` says which notebook
+teaches it: it is written from pyproject.toml's ``[[tool.lab.notebooks]]`` ``topics`` by
+``tools/build_notebooks.py --facts``, and ``--check`` fails while it is stale.
+
+Not here: the registry itself (pyproject.toml), and any other fact about the notebooks.
+Imports nothing of labkit's.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+# Each topic a notebook's ``topics`` names -> (the notebook's stem, its title).
+# BEGIN lessons: generated from pyproject.toml [tool.lab] by tools/build_notebooks.py --facts: do not edit
+LESSONS = {
+    "a silent wrong result": ("00_start_here", "Start here"),
+    "mutates_args": ("02_mutates_args", "`mutates_args`"),
+    "compile caches": ("04_names_and_caches", "Names and compile caches"),
+    "effects": ("05_dce_and_dynamic_shapes", "Dead-code elimination and dynamic shapes"),
+}
+# END lessons
+
+
+class Lesson(NamedTuple):
+    stem: str   # "05_dce_and_dynamic_shapes"
+    title: str  # "Dead-code elimination and dynamic shapes"
+
+    @property
+    def number(self) -> str:
+        """``"05"``: the number a learner sees on the notebook."""
+        return self.stem[:2]
+
+
+def notebook_about(topic: str) -> Lesson:
+    """The notebook that teaches ``topic`` (a key of :data:`LESSONS`): ``notebook_about("effects").number``.
+    KeyError for a topic no notebook registers: a sentence must not send a learner to a lesson that is not there."""
+    return Lesson(*LESSONS[topic])

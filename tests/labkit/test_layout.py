@@ -1,0 +1,157 @@
+"""labkit's layout: modules of one job each, in layers without a cycle, and what each one must not do.
+
+These hold the restructuring of issue 33 in place: the helpers stages.py used to hold live in graphs, errors,
+compare and state (and stay importable from stages); the private-torch adapter holds no labkit policy;
+widgets build no HTML; no library sentence names a notebook by number; an audit check is one entry.
+"""
+
+import ast
+import pathlib
+import re
+
+import pytest
+import torch
+
+import labkit
+from labkit import _torch_internals as internals
+from labkit import auditing, cache, compare, errors, graphs, lessons, ops, stages, state
+
+LABKIT = pathlib.Path(labkit.__file__).parent
+MODULES = sorted(p.stem for p in LABKIT.glob("*.py"))
+LOW = ("graphs", "errors", "compare", "state")  # the jobs stages.py used to hold
+
+
+def _labkit_imports(name: str) -> set[str]:
+    """The labkit modules ``labkit/<name>.py`` imports, at module level or inside a function."""
+    tree = ast.parse((LABKIT / f"{name}.py").read_text())
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            found |= {node.module.split(".")[0]} if node.module else {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("labkit."):
+            found.add(node.module.split(".")[1])
+    return found & set(MODULES)
+
+
+def test_labkits_imports_form_layers_without_a_cycle():
+    graph = {name: _labkit_imports(name) for name in MODULES if name != "__init__"}
+    done, path = set(), []
+
+    def visit(name):
+        if name in path:
+            raise AssertionError(f"labkit's imports have a cycle: {' -> '.join(path[path.index(name):] + [name])}")
+        if name in done:
+            return
+        path.append(name)
+        for other in sorted(graph.get(name, ())):
+            visit(other)
+        path.pop()
+        done.add(name)
+
+    for name in graph:
+        visit(name)
+
+
+@pytest.mark.parametrize("name", LOW)
+def test_a_low_module_does_not_import_the_orchestration(name):
+    assert not _labkit_imports(name) & {"stages", "auditing", "experiments", "render", "widgets"}
+
+
+@pytest.mark.parametrize("name", ["_torch_internals", "describe", "errors", "lessons"])
+def test_the_bottom_modules_import_nothing_of_labkits(name):
+    assert _labkit_imports(name) == set()
+
+
+MOVED = {
+    graphs: ("NodeInfo", "GraphSnapshot", "snapshot"),
+    errors: ("TorchError", "as_torch_error", "InputError", "ERROR_KINDS", "raised"),
+    compare: ("Verdict", "copy_inputs", "compare_runs", "snapshot_tensor", "input_names", "call_shapes",
+              "for_inputs"),
+    state: ("FunctionState",),
+    ops: ("split_qualname",),
+}
+
+
+@pytest.mark.parametrize("module,name", [(m, n) for m, names in MOVED.items() for n in names],
+                         ids=lambda x: getattr(x, "__name__", x))
+def test_a_name_moved_out_of_stages_is_still_importable_from_it(module, name):
+    assert getattr(stages, name) is getattr(module, name)
+
+
+def test_the_adapter_holds_no_labkit_policy():
+    for name in ("keep_destroyed", "_DESTROYED_REGISTRATIONS", "TORCH_OP_NAMESPACES", "after_reset",
+                 "reset_compiler", "copy_dynamo_marks"):
+        assert not hasattr(internals, name), f"labkit._torch_internals.{name} is labkit's, not torch's"
+    assert callable(ops.keep_destroyed) and "aten" in cache.TORCH_OP_NAMESPACES
+
+
+def test_config_patches_takes_torchs_spelling_and_undoes_it():
+    before = torch.compiler.config.cache_key_tag
+    with internals.config_patches(compiler={"cache_key_tag": "labkit-layout-test"}):
+        assert torch.compiler.config.cache_key_tag == "labkit-layout-test"
+    assert torch.compiler.config.cache_key_tag == before
+
+
+def test_a_destroyed_raw_op_is_kept_alive():
+    @torch.library.custom_op("t::layout_kept", mutates_args=())
+    def kept(x: torch.Tensor) -> torch.Tensor:
+        return x.clone()
+
+    token = internals.registration_of(kept)
+    assert ops.destroy_custom_op("t::layout_kept") and not ops.destroy_custom_op("t::layout_kept")
+    assert any(held is token for held in ops._DESTROYED_REGISTRATIONS)
+
+
+def test_widgets_build_no_html():
+    source = (LABKIT / "widgets.py").read_text()
+    literals = [node.value for node in ast.walk(ast.parse(source))
+                if isinstance(node, ast.Constant) and isinstance(node.value, str)]
+    tags = [text for text in literals if re.search(r"<(p|div|i|b|code|table|br)\b", text)]
+    assert not tags and "import html" not in source, f"labkit/widgets.py builds HTML: {tags[:3]}; move it to render"
+
+
+NUMBERED = re.compile(r"\b[Nn]otebooks? \d\d\b|^# --- (?:notebook )?\d\d\b", re.M)
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_no_library_module_names_a_notebook_by_number(name):
+    found = NUMBERED.findall((LABKIT / f"{name}.py").read_text())
+    assert not found, (f"labkit/{name}.py names notebooks by number ({found}): name the topic, or take the number "
+                       "from labkit.lessons.notebook_about(topic)")
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_every_module_says_its_job_and_what_it_must_not_do(name):
+    doc = ast.get_docstring(ast.parse((LABKIT / f"{name}.py").read_text())) or ""
+    assert doc.strip() and "Not here:" in doc, f"labkit/{name}.py's docstring must say its job and 'Not here: ...'"
+
+
+@pytest.mark.parametrize("topic,teaches,sentence", [
+    ("effects", "register_effect", lambda: auditing.CANNOT_SEE),
+    ("compile caches", "cache_key_tag", lambda: cache.enable()),   # conftest's policy: enable() keeps it
+    ("a silent wrong result", "mutates_args", None),
+    ("mutates_args", "mutates_args", None),
+])
+def test_a_sentence_that_sends_a_learner_to_a_lesson_names_the_notebook_that_teaches_it(topic, teaches, sentence):
+    lesson = lessons.notebook_about(topic)
+    assert teaches in (LABKIT.parent / "tools" / "notebook_sources" / f"{lesson.stem}.py").read_text()
+    if sentence is not None:
+        assert f"notebook {lesson.number}" in sentence()
+
+
+def test_an_audit_check_is_one_entry(monkeypatch):
+    def extra(overload, call):
+        return [auditing.Finding("extra", "a finding of a new check", "why", "fix")]
+
+    monkeypatch.setattr(auditing, "CHECKS", (auditing.CHECKS[0], auditing.Check("extra", extra)))
+    op = labkit.declare(name="t::layout_audited", returns="fresh")
+    report = labkit.audit(op, torch.ones(2))
+    assert report.checks_run == ["declaration", "extra"]
+    assert [f.check for f in report.findings] == ["extra"] and report.kinds() == {"extra"}
+
+
+def test_the_audit_runs_its_checks_in_order_with_named_kinds():
+    assert [c.kind for c in auditing.CHECKS] == [auditing.DECLARATION, auditing.OPCHECK, auditing.COMPILE,
+                                                 auditing.ALIASING]
+    stops = {c.kind: c.stop_if for c in auditing.CHECKS}
+    assert stops[auditing.COMPILE] == (auditing.EAGER,) and stops[auditing.ALIASING] == (auditing.COMPILE,)
