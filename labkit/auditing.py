@@ -373,7 +373,7 @@ def _clone_alias_findings(overload, call: _Call) -> list[Finding]:
 
 def _both_written_finding(cases: list) -> Finding:
     """A clone of one written argument passed as another *written* argument: the declaration is not the cause,
-    and no kernel change helps. Observed on torch 2.11.0-2.14.1, fixed in 2.15.0 (tests/test_torch_findings.py:
+    and no kernel change helps. Observed on torch 2.11.0-2.14.1, fixed in 2.15.0 (tests/torch/test_torch_findings.py:
     Inductor folds the clone into the input it copies, and the clone's place ends up with the input's result)."""
     pairs = ", ".join(f"{other}=<a clone of {written}>" for other, written, _ in cases)
     return Finding(

@@ -18,7 +18,7 @@ How cells are named (the first line of a code cell, read by this module and by t
 "This kernel's code" is the source IPython last ran under each title since labkit was imported
 (``listen``). The comparison sees what travels in code, not state set elsewhere (a config patch in a
 cell that is not needed); declaring the cells a GPU cell reads from keeps that gap small, and
-``tests/test_gpu_recordings.py`` checks that the names a GPU cell uses are bound by what it declares.
+``tests/notebooks/test_gpu_recordings.py`` checks that the names a GPU cell uses are bound by what it declares.
 
 Not here: torch's state (this module only reads files and the sources of titled cells), and showing a
 recording (:func:`labkit.render.gpu_recording_text` and its HTML twin).

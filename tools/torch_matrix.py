@@ -73,7 +73,7 @@ NOTES = """
   op's mutation and still gets the first process's artifact (which drops the mutation).
 - **mutation lowers to**: what AOTAutograd wraps a custom op that declares `mutates_args` in.
 - **seeded op, result unused, removed by Inductor**: a `nondeterministic_seeded` custom op whose
-  result is unused is dead-code eliminated (notebook 04 asserts it).
+  result is unused is dead-code eliminated (notebook 05 asserts it).
 - **Tag.inplace exists**: `torch.Tag.inplace` (notebook 02 branches on it).
 - **Notebook 02 across releases**: `torch.Tag.inplace` (§5) exists from 2.13 on. On 2.11 and 2.12 the §5 cell
   says the tag is missing and skips, and its check asserts that the tag is absent; on 2.13 and later it asserts
