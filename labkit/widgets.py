@@ -416,9 +416,9 @@ class Showing:
 
     @property
     def call(self) -> str:
-        """The start of the notebook's call, as its source spells it: ``DeclarationLab(namespace="nb02w"``."""
-        first, value = next(iter(self.options.items()))
-        return f'{self.widget.__name__}({first}="{value}"'
+        """The notebook's call, as its source spells it: ``DynamicLab(namespace="nb07w", op_kind="data-dependent")``."""
+        arguments = ", ".join(f'{name}="{value}"' for name, value in self.options.items())
+        return f"{self.widget.__name__}({arguments})"
 
     def flips_here(self) -> list[tuple[str, str]]:
         return [*self.flips, *(self.gpu_flips if "cuda" in devices() else ())]

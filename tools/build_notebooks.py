@@ -90,7 +90,8 @@ def colab_install_cell() -> str:
     """
     lab = lab_config()
     return ("#@title Colab only: installs labkit there. Elsewhere this cell does nothing.\n"
-            "# --no-deps keeps Colab's own torch and ipywidgets (labkit works with ipywidgets >=7.7,<9).\n"
+            "# --no-deps keeps Colab's own torch and ipywidgets (labkit works with ipywidgets >=7.7,<9);\n"
+            "# tlparse, a program with no dependencies, turns notebooks 01 and 07's TORCH_TRACE logs into reports.\n"
             "import sys\n\n"
             'if "google.colab" in sys.modules:\n'
             f'    %pip install --quiet --no-deps "labkit @ git+https://github.com/{lab["github"]}@{lab["branch"]}" '

@@ -15,6 +15,7 @@ in place (``LINES``). ``python tools/build_notebooks.py --facts`` writes them al
 from __future__ import annotations
 
 import json
+import math
 import pathlib
 import re
 import sys
@@ -99,7 +100,7 @@ def learner_minutes(root: pathlib.Path, lab: dict) -> dict[str, int]:
         minutes = (counted["words"] / pace["words_per_minute"]
                    + counted["visible code lines"] / pace["code_lines_per_minute"]
                    + exercises * pace["minutes_per_exercise"] + nb["execution_s"] / 60)
-        out[nb["stem"]] = -(-int(minutes * 100) // (pace["round_to"] * 100)) * pace["round_to"]
+        out[nb["stem"]] = math.ceil(round(minutes, 6) / pace["round_to"]) * pace["round_to"]
     return out
 
 
@@ -115,7 +116,7 @@ def agendas(root: pathlib.Path, lab: dict, minutes: dict[str, int]) -> list[str]
     lines = []
     for agenda in workshop["agendas"]:
         length = agenda["length_min"]
-        blocks = [("Opening and setup: the pre-flight, then the triage table above", workshop["setup_min"], "")]
+        blocks = [("Opening: collect the pre-flight results done at home, triage each ✘ (table above)", workshop["setup_min"], "")]
         for number in agenda["notebooks"]:
             nb = by_number[number]
             late = nb.get("when_late", "")

@@ -315,7 +315,7 @@ def install(venv: Path, python: str, torch_version: str, colab: bool, log) -> bo
     if not (have and have.split("+")[0] == torch_version):
         if sh(pip + [f"torch=={torch_version}"], log, env=env):
             return False
-    if colab:  # what the Colab cell does: Colab's own packages, then labkit alone
+    if colab:  # what the Colab cell does: Colab's own packages, then labkit and tlparse alone
         steps = [pip + [f"ipywidgets=={COLAB['ipywidgets']}", "matplotlib", "ipykernel", "nbval"],
                  pip + ["--no-deps", "--force-reinstall", str(ROOT), "tlparse>=0.4"]]
     else:

@@ -2,7 +2,7 @@
 
 The links come from ``[tool.lab]`` in pyproject.toml; these tests check that every notebook's
 badges and navigation point at files that exist, that Colab's install cell installs labkit and
-nothing else, and that a widget cell reads as static HTML where no widget can run.
+tlparse, nothing else, and that a widget cell reads as static HTML where no widget can run.
 """
 
 import json

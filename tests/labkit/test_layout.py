@@ -127,14 +127,18 @@ def test_every_module_says_its_job_and_what_it_must_not_do(name):
 
 
 @pytest.mark.parametrize("topic,teaches,sentence", [
-    ("effects", "register_effect", lambda: auditing.CANNOT_SEE),
-    ("compile caches", "cache_key_tag", lambda: cache.enable()),   # conftest's policy: enable() keeps it
-    ("a silent wrong result", "mutates_args", None),
-    ("mutates_args", "mutates_args", None),
+    ("effects", "an effect", lambda: auditing.CANNOT_SEE),
+    ("compile caches", "cache", lambda: cache.enable()),   # conftest's policy: enable() keeps it
+    ("a silent wrong result", "tell the compiler a small lie", None),
+    ("mutates_args", "what each *wrong* declaration does", None),
 ])
 def test_a_sentence_that_sends_a_learner_to_a_lesson_names_the_notebook_that_teaches_it(topic, teaches, sentence):
+    """The notebook a topic points to promises it in its opening (title, hook, What you will learn)."""
+    import jupytext
+
     lesson = lessons.notebook_about(topic)
-    assert teaches in (LABKIT.parent / "tools" / "notebook_sources" / f"{lesson.stem}.py").read_text()
+    opening = jupytext.read(LABKIT.parent / "tools" / "notebook_sources" / f"{lesson.stem}.py").cells[0].source
+    assert teaches in opening, f"{topic!r} points to {lesson.stem}, whose opening does not teach it"
     if sentence is not None:
         assert f"notebook {lesson.number}" in sentence()
 

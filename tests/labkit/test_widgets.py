@@ -285,7 +285,8 @@ def test_every_widget_showing_matches_its_notebook_and_every_widget_is_shown():
 
     for showing in w.SHOWINGS:
         source = (ROOT / "tools" / "notebook_sources" / f"{showing.notebook}.py").read_text()
-        assert source.count(showing.call) == 1, f"{showing}: its call is not once in {showing.notebook}'s source"
+        assert source.count(showing.call) == 1, \
+            f"{showing}: its whole call, every argument as written, is not once in {showing.notebook}'s source"
         assert showing.screenshot is None or showing.screenshot_after <= len(showing.flips), showing
     classes = {obj for _, obj in inspect.getmembers(w, inspect.isclass)
                if issubclass(obj, w.LabWidget) and obj is not w.LabWidget and obj.__module__ == w.__name__}

@@ -59,7 +59,6 @@ class Notebook:
         self.lines = markdown_lines(source)
         title = next(line[2:] for line in self.lines if line.startswith("# "))
         self.title = title.split(" · ", 1)[1].split(": ", 1)[0].strip()     # "Start here" of "00 · Start here: …"
-        # "## Questions" (07's source says "## Questionnaire")
         self.questions = numbered_items(section(self.lines, lambda line: line.startswith("## Question"), "##"))
         self.sections = {int(m.group(1)) for line in self.lines if (m := re.match(r"^## (\d+)\. ", line))}
         self.exercises = {m.group(1) or "" for line in self.lines if (m := re.match(r"^## Exercise(?: (\d+))?:", line))}
@@ -142,3 +141,15 @@ def test_every_answer_says_something_and_cites_what_exists(number):
             assert cited in notebook.exercises, (
                 f"{where}: it cites 'Exercise{' ' + cited if cited else ''}', and {name} has no such "
                 f"'## Exercise…:' heading (there: {sorted(notebook.exercises)})")
+
+
+@pytest.mark.parametrize("number", sorted(NOTEBOOKS))
+def test_every_answer_restates_its_question_word_for_word(number):
+    """An answer to a question the notebook no longer asks cannot stay green: each answer opens with the
+    notebook's question, in bold, exactly as the notebook's Questions section words it today."""
+    questions = dict(NOTEBOOKS[number].questions)
+    for n, answer in answer_key().get(number, ("", []))[1]:
+        bold = re.match(r"^\*\*(.+?)\*\*", answer)
+        assert bold and bold.group(1) == questions.get(n), (
+            f"INSTRUCTORS.md's answer {number}.{n} restates {bold.group(1) if bold else None!r}, but notebook "
+            f"{number} asks {questions.get(n)!r}: copy the question and check the answer still fits it")

@@ -114,7 +114,7 @@ def _metric_problems(stem: str) -> list[str]:
     if row["visible asserts"]:
         found.append(f"{stem}: {row['visible asserts']} asserts in cells a learner reads")
     if stem.startswith("00") and row["words"] > 900:
-        found.append(f"{stem}: {row['words']} words; notebook 00 is a 15-minute hook (≤ 900)")
+        found.append(f"{stem}: {row['words']} words; notebook 00 is a short hook (≤ 900)")
     return found
 
 

@@ -141,7 +141,7 @@ def test_a_new_registered_notebook_builds_by_name_before_the_version_matrix_ran_
     (root / "tools" / "notebook_sources" / "98_new_idea.py").write_text("# %% [markdown]\n# # 98 · A new idea\n")
     pyproject = root / "pyproject.toml"
     pyproject.write_text(pyproject.read_text() + '\n[[tool.lab.notebooks]]\nstem = "98_new_idea"\ntitle = "A new '
-                         'idea"\nidea = "x"\nshort_idea = "x"\nminutes = 1\nexecution_s = 1\ndemo = "x"\n')
+                         'idea"\nidea = "x"\nshort_idea = "x"\nexecution_s = 1\ndemo = "x"\n')
     built = subprocess.run([sys.executable, str(root / "tools" / "build_notebooks.py"), "98", "--any-torch"],
                            capture_output=True, text=True, timeout=300)
     assert built.returncode == 0, built.stdout + built.stderr

@@ -2,7 +2,7 @@
 # # 00 · Start here: custom operators meet `torch.compile`
 #
 # A custom operator can tell the compiler a small lie, and the compiled program quietly computes something
-# else: no error, no warning. In fifteen minutes you will see it happen, see where, and fix it.
+# else: no error, no warning. In this notebook you will see it happen, see where, and fix it.
 #
 # **What you will learn**
 # - what `mutates_args` promises the compiler, and what breaking the promise does;
