@@ -116,7 +116,8 @@ def agendas(root: pathlib.Path, lab: dict, minutes: dict[str, int]) -> list[str]
     lines = []
     for agenda in workshop["agendas"]:
         length = agenda["length_min"]
-        blocks = [("Opening: collect the pre-flight results done at home, triage each ✘ (table above)", workshop["setup_min"], "")]
+        opening = "Opening: collect the pre-flight results done at home, triage each ✘ (table above)"
+        blocks = [(opening, workshop["setup_min"], "")]
         for number in agenda["notebooks"]:
             nb = by_number[number]
             late = nb.get("when_late", "")
