@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import platform
 import threading
 from typing import Any, Callable
 from unittest import mock
@@ -397,6 +398,30 @@ def fresh_cache_dir():
 
     with fresh_cache():
         yield os.environ["TORCHINDUCTOR_CACHE_DIR"]
+
+
+def vec_isa_settled_env() -> dict[str, str]:
+    """``{"TORCHINDUCTOR_VEC_ISA_OK": "1"}`` when this process's Inductor has already checked, by building and
+    loading a test file, every vector instruction set the CPU claims, and each passed; else ``{}``.
+
+    Why: a new Python over an empty cache directory repeats that check (5-15 s on 2 cores) before its first
+    compile. Told ``VEC_ISA_OK=1`` it skips the builds and keeps every set the CPU claims: exactly the list this
+    process's check kept, so the child picks the same one. Any other case (not checked yet, a set that failed,
+    not x86) returns ``{}`` and the child checks for itself.
+    """
+    if os.environ.get("TORCHINDUCTOR_VEC_ISA_OK") is not None or platform.machine() not in ("x86_64", "AMD64"):
+        return {}                                     # the child inherits the caller's own setting, or checks
+    try:
+        from torch._inductor import cpu_vec_isa
+
+        if cpu_vec_isa.valid_vec_isa_list.cache_info().currsize == 0:
+            return {}                                 # not checked yet in this process
+        flags = cpu_vec_isa.x86_isa_checker()
+        claimed = [isa for isa in cpu_vec_isa.supported_vec_isa_list if all(f in flags for f in str(isa).split())]
+        settled = claimed == cpu_vec_isa.valid_vec_isa_list()
+    except (ImportError, AttributeError):             # another torch's layout: let the child check
+        return {}
+    return {"TORCHINDUCTOR_VEC_ISA_OK": "1"} if settled else {}
 
 
 def config_patches(**changes: dict[str, Any]):

@@ -216,7 +216,8 @@ def torch_trace_report(program: str):
                           "in a cell, then this cell again")
     work = pathlib.Path(tempfile.mkdtemp(prefix="torch-trace-"))
     (work / "program.py").write_text(program)
-    env = dict(os.environ, TORCH_TRACE=str(work / "trace"), TORCHINDUCTOR_CACHE_DIR=str(work / "cache"))
+    env = dict(os.environ, TORCH_TRACE=str(work / "trace"), TORCHINDUCTOR_CACHE_DIR=str(work / "cache"),
+               **internals.vec_isa_settled_env())    # this kernel's check of the CPU, not repeated (5-15 s)
     subprocess.run([sys.executable, str(work / "program.py")], env=env, check=True, capture_output=True)
     (log,) = (work / "trace").glob("*.log")
     subprocess.run([command, str(log), "-o", str(work / "report"), "--no-browser", "--overwrite"], check=True,

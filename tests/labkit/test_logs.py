@@ -113,3 +113,41 @@ def test_logged_collects_a_loggers_messages_without_printing_and_restores_it():
     assert messages == ["seen 1"]
     assert (logger.level, logger.propagate) == (level, propagate)
     assert labkit.logs is logs
+
+
+def test_a_child_told_the_vector_instructions_picks_what_its_own_check_would():
+    """torch_trace_report's and the cache demo's children skip Inductor's check of the CPU's vector instructions
+    (5-15 s) only when the parent's own check kept every set the CPU claims: then the child, told so, picks the
+    set the check picked. The parent here is a fresh Python that ran torch's real check; torch's pick in a child
+    told the result must equal the pick in a child that checks for itself."""
+    import os
+    import subprocess
+
+    from repo import ROOT
+
+    env = {k: v for k, v in os.environ.items() if k != "TORCHINDUCTOR_VEC_ISA_OK"}
+    pick = "from torch._inductor.cpu_vec_isa import pick_vec_isa; print(repr(str(pick_vec_isa())))"
+    parent = f"""
+import json, labkit
+from labkit import _torch_internals as internals
+before = internals.vec_isa_settled_env()
+{pick}
+print(json.dumps([before, internals.vec_isa_settled_env()]))
+"""
+
+    def run(code, extra=None):
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300,
+                              env=dict(env, **(extra or {})))
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done.stdout.strip().splitlines()
+
+    import json
+
+    checked_pick, states = run(parent)
+    before, after = json.loads(states)
+    assert before == {}, "nothing is passed on before this process has checked the CPU itself"
+    if not after:   # a set the CPU claims failed to build here (or not x86): the child checks for itself
+        return
+    assert after == {"TORCHINDUCTOR_VEC_ISA_OK": "1"}
+    (told_pick,) = run(pick, after)
+    assert told_pick == checked_pick, "a child told the check's result picks what the check picked"
