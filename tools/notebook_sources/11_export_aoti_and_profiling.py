@@ -443,7 +443,7 @@ def check_halve_pairs_fake(fake):
                                   f"{problem}.")
 
 # %%
-check_halve_pairs_fake(my_halve_pairs_fake)
+fake_ok = check_halve_pairs_fake(my_halve_pairs_fake)
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
 #@title Solution (open it once you have tried)
@@ -483,7 +483,7 @@ def check_counts(mine):
                                           "its Python kernel; the + and the * 2 around it are Inductor's to compile.")
 
 # %%
-check_counts(my_counts)
+counts_ok = check_counts(my_counts)
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
 #@title Solution (open it once you have tried)
@@ -515,14 +515,6 @@ with contextlib.redirect_stdout(io.StringIO()):
 # - After redefining an op, load its packages again.
 # - Name your kernel with `torch.profiler.record_function` to find it in any profile.
 #
-# ## Questions
-#
-# 1. Why do `torch.export` and `torch.compile` both need most ops' fake kernels, and which op gets one free?
-# 2. A `.pt2` package stores the op's name and arguments. What does that mean for a kernel bug you fix after
-#    shipping, and for a fix that changes the op's signature?
-# 3. Why does a compiled profile show `aten::sigmoid` but no `aten::add` for the `+` next to it?
-# 4. Why does a `custom_op` call cost more than calling its kernel function directly, and when does it matter?
-#
 # ## What to remember
 #
 # - In an `ExportedProgram` a custom op is one node; lowered (`run_decompositions()`), a mutating op is wrapped in
@@ -531,6 +523,14 @@ with contextlib.redirect_stdout(io.StringIO()):
 # - A package calls a custom op by name, looked up when it loads: it runs the kernel registered then, unchecked;
 #   without the op it cannot load; a changed signature crashed a process holding a package loaded before.
 # - `torch.ops.ns.name(...)` shows in the profiler as its own event; `record_function` names your kernel always.
+#
+# ## Questions
+#
+# 1. Why do `torch.export` and `torch.compile` both need most ops' fake kernels, and which op gets one free?
+# 2. A `.pt2` package stores the op's name and arguments. What does that mean for a kernel bug you fix after
+#    shipping, and for a fix that changes the op's signature?
+# 3. Why does a compiled profile show `aten::sigmoid` but no `aten::add` for the `+` next to it?
+# 4. Why does a `custom_op` call cost more than calling its kernel function directly, and when does it matter?
 #
 # ## Further reading
 #
