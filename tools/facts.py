@@ -18,17 +18,17 @@ import json
 import math
 import pathlib
 import re
-import sys
 
 try:
     import tomllib
 except ImportError:  # Python 3.10
     import tomli as tomllib
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-import gpu_runs  # noqa: E402  (docs/gpu-runs/: which notebooks ran on a GPU)
-import lesson_metrics  # noqa: E402  (what each stored notebook holds: words, visible code lines)
+import gpu_runs  # docs/gpu-runs/: which notebooks ran on a GPU
+import lesson_metrics  # what each stored notebook holds: words, visible code lines
+import torch_matrix  # which releases every notebook passed on
+from repo import ROOT
+
 TAG = "generated from pyproject.toml [tool.lab] by tools/build_notebooks.py --facts: do not edit"
 # How a marker line is written in each kind of file: (begin, end) around the region's name.
 MARKERS = {
@@ -76,8 +76,6 @@ def registry_problems(root: pathlib.Path = ROOT) -> list[str]:
 
 def checked_on(root: pathlib.Path, stems: list[str]) -> list[str]:
     """The releases on which every registered notebook passed, as tools/torch_matrix.py decides."""
-    sys.path.insert(0, str(ROOT / "tools"))
-    import torch_matrix
     rows = json.loads((root / "docs" / "torch-versions.json").read_text())
     return torch_matrix.checked_on(rows, stems)
 

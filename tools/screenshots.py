@@ -30,7 +30,8 @@ import time
 
 from labkit.widgets import SHOWINGS  # where each widget is shown, and its README picture
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from repo import ROOT
+
 SCREENSHOTS = ROOT / "docs" / "screenshots"
 MANIFEST = SCREENSHOTS / "manifest.json"
 COMMAND = ".venv/bin/python tools/screenshots.py"
