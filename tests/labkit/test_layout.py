@@ -102,12 +102,25 @@ def test_a_destroyed_raw_op_is_kept_alive():
     assert any(held is token for held in ops._DESTROYED_REGISTRATIONS)
 
 
-def test_widgets_build_no_html():
-    source = (LABKIT / "widgets.py").read_text()
+def _html_built_in(name: str) -> list[str]:
+    """The HTML tags among labkit/<name>.py's string literals (an f-string's parts too), and ``import html``."""
+    source = (LABKIT / f"{name}.py").read_text()
     literals = [node.value for node in ast.walk(ast.parse(source))
                 if isinstance(node, ast.Constant) and isinstance(node.value, str)]
-    tags = [text for text in literals if re.search(r"<(p|div|i|b|code|table|br)\b", text)]
-    assert not tags and "import html" not in source, f"labkit/widgets.py builds HTML: {tags[:3]}; move it to render"
+    tags = [text for text in literals if re.search(r"<(p|div|i|b|code|table|tr|td|br)\b", text)]
+    return tags + (["import html"] if "import html" in source else [])
+
+
+def test_widgets_build_no_html():
+    tags = _html_built_in("widgets")
+    assert not tags, f"labkit/widgets.py builds HTML: {tags[:3]}; move it to render"
+
+
+def test_auditing_builds_no_html_render_draws_its_report():
+    tags = _html_built_in("auditing")
+    assert not tags, f"labkit/auditing.py builds HTML: {tags[:3]}; move it to render"
+    report = auditing.AuditReport("t::x", "t::x(Tensor x) -> Tensor", [], ["declaration"], "effects", 0.0)
+    assert report._repr_html_() == labkit.render.audit_html(report)
 
 
 # A notebook named by number: "notebook 05", a section header "# --- 05", or its stem "05_dce_and_dynamic_shapes"
