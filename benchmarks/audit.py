@@ -1,6 +1,6 @@
 """How long ``labkit.audit(op, *inputs)`` takes: the first call in a fresh process, and warm calls.
 
-    python benchmarks/audit.py          # prints one JSON line per scenario
+    python -m benchmarks.audit          # prints one JSON line per scenario
 
 Each scenario runs in a fresh Python process (a fresh kernel) over the machine's usual Inductor
 cache directory, with and without ``labkit.setup()``'s warm-up (notebook 06 calls setup() first).

@@ -2,7 +2,7 @@
 
 The warm-up runs synchronously in ``labkit.setup()`` (never on a thread: pytorch #105943).
 
-    python benchmarks/cold_start.py          # prints one JSON line per scenario
+    python -m benchmarks.cold_start          # prints one JSON line per scenario
 
 Each scenario runs in a fresh Python process (a fresh kernel), over the machine's usual
 Inductor cache directory (as a learner's second notebook would) or an empty one (a learner's

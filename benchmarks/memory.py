@@ -1,8 +1,8 @@
 """Kernel memory after a notebook has run and every state of its widgets has been shown.
 
-    python benchmarks/memory.py              # every notebook, one fresh kernel each
-    python benchmarks/memory.py 02 04        # only the notebooks whose names start with 02, 04
-    python benchmarks/memory.py --limit-mb 1500 -v
+    python -m benchmarks.memory              # every notebook, one fresh kernel each
+    python -m benchmarks.memory 02 04        # only the notebooks whose names start with 02, 04
+    python -m benchmarks.memory --limit-mb 1500 -v
 
 For each notebook: start a fresh ``python3`` kernel with nbclient (working directory
 ``notebooks/``), execute every cell, then, in that same kernel, find every live
@@ -36,7 +36,10 @@ import psutil
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-ROOT = Path(__file__).resolve().parents[1]
+if __package__ != "benchmarks":  # run as a script: the lab's folder, and so tools/, is not on sys.path
+    raise SystemExit(f"Run it from the lab's folder as a module: python -m benchmarks.{Path(__file__).stem}")
+from tools.repo import ROOT
+
 NOTEBOOKS = ROOT / "notebooks"
 MARK = "@@labkit-memory@@"
 

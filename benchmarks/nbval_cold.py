@@ -1,10 +1,10 @@
 """Wall time of the whole notebook collection under nbval, with torch.compile's caches cold.
 
-    python benchmarks/nbval_cold.py                  # every notebook, empty compile caches
-    python benchmarks/nbval_cold.py 00 02            # only the notebooks whose names start with 00, 02
-    python benchmarks/nbval_cold.py --warm           # the same over the usual cache directories
-    python benchmarks/nbval_cold.py --each           # each notebook alone, from its own empty caches
-    python benchmarks/nbval_cold.py -- -x            # anything after -- goes to pytest as is
+    python -m benchmarks.nbval_cold                  # every notebook, empty compile caches
+    python -m benchmarks.nbval_cold 00 02            # only the notebooks whose names start with 00, 02
+    python -m benchmarks.nbval_cold --warm           # the same over the usual cache directories
+    python -m benchmarks.nbval_cold --each           # each notebook alone, from its own empty caches
+    python -m benchmarks.nbval_cold -- -x            # anything after -- goes to pytest as is
 
 Runs, in one subprocess (the honest "whole collection" figure: one pytest, one kernel per notebook,
 as ``./lab test`` and CI run it):
@@ -42,7 +42,10 @@ import xml.etree.ElementTree as ElementTree
 from collections import defaultdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+if __package__ != "benchmarks":  # run as a script: the lab's folder, and so tools/, is not on sys.path
+    raise SystemExit(f"Run it from the lab's folder as a module: python -m benchmarks.{Path(__file__).stem}")
+from tools.repo import ROOT
+
 NOTEBOOKS = ROOT / "notebooks"
 TARGET_S = 300                      # the whole collection
 EACH_TARGET_S = 45                  # one notebook alone

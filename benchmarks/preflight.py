@@ -1,7 +1,7 @@
 """How long an attendee waits for the workshop pre-flight: wall time of ``python -m labkit.preflight``.
 
-    python benchmarks/preflight.py            # 3 runs; prints one JSON line per run, then the median
-    python benchmarks/preflight.py --runs 5
+    python -m benchmarks.preflight            # 3 runs; prints one JSON line per run, then the median
+    python -m benchmarks.preflight --runs 5
 
 Each run is a fresh ``python -m labkit.preflight`` from the lab's folder, with this Python (use the lab's
 ``.venv/bin/python``), timed from outside, as an attendee experiences it: imports, the widget check, the
@@ -14,17 +14,21 @@ printed beside each run: on a shared machine the figure is not a laptop's.
 
 from __future__ import annotations
 
+import pathlib
+
 import argparse
 import json
 import os
-import pathlib
 import re
 import statistics
 import subprocess
 import sys
 import time
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+if __package__ != "benchmarks":  # run as a script: the lab's folder, and so tools/, is not on sys.path
+    raise SystemExit(f"Run it from the lab's folder as a module: python -m benchmarks.{pathlib.Path(__file__).stem}")
+from tools.repo import ROOT
+
 
 
 def one_run() -> dict:

@@ -1,8 +1,8 @@
 """Widget latency and memory, against a bare torch.compile of the same function.
 
-    python benchmarks/widgets.py
+    python -m benchmarks.widgets
 
-For every widget the lab shows (labkit.widgets.SHOWINGS), every state (after one warm-up compile; each distinct
+For every widget the lab shows (tools/showings.py), every state (after one warm-up compile; each distinct
 state once); for the declaration and dynamic-mode widgets also against a bare compile of the same function:
   new state  = time of ``widget.set(...)`` for a state it has not shown;
   bare       = ``torch.compiler.reset()`` + ``torch.compile(fn, backend, dynamic)`` + the same calls,
@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import pathlib
 import resource
 import statistics
 import time
@@ -27,6 +28,10 @@ import torch
 
 import labkit
 from labkit import _torch_internals as internals, experiments as e, widgets as w
+
+if __package__ != "benchmarks":  # run as a script: the lab's folder, and so tools/, is not on sys.path
+    raise SystemExit(f"Run it from the lab's folder as a module: python -m benchmarks.{pathlib.Path(__file__).stem}")
+from tools.showings import SHOWINGS, widget_classes
 
 
 def bare(fn, calls, backend, dynamic, caches: bool = True, fullgraph: bool = False) -> float:
@@ -106,10 +111,10 @@ REFERENCED = {w.DeclarationLab: declaration_states, w.DynamicLab: dynamic_states
 
 def benchmarks():
     first_showing = {}
-    for showing in w.SHOWINGS:
+    for showing in SHOWINGS:
         first_showing.setdefault(showing.widget, showing)
     return [REFERENCED[cls]() if cls in REFERENCED else every_state_timed(first_showing[cls])
-            for cls in w.widget_classes()]
+            for cls in widget_classes()]
 
 
 if __name__ == "__main__":

@@ -19,14 +19,14 @@ finding. What it cannot see — a Python side effect in a "pure" op, a write tha
 inputs — it says so.
 
 Not here: running and comparing the compiled programs (:mod:`labkit.stages`), private torch
-(:mod:`labkit._torch_internals`), and printing: a report formats itself (text, HTML) for whoever shows it.
+(:mod:`labkit._torch_internals`), HTML (:func:`labkit.render.audit_html` draws a report) and printing: a report
+is data, with its one-paragraph text, for whoever shows it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import html
 import inspect
 import keyword
 import logging
@@ -37,7 +37,7 @@ from typing import Callable
 import torch
 
 from . import _torch_internals as internals
-from . import checks, ops
+from . import checks, ops, render
 from .cache import TORCH_OP_NAMESPACES
 from .describe import brief
 from .lessons import notebook_about
@@ -146,14 +146,8 @@ class AuditReport:
     __repr__ = __str__
 
     def _repr_html_(self):
-        rows = "".join(f"<tr><td><code>{html.escape(f.check)}</code></td><td>{html.escape(f.problem)}</td>"
-                       f"<td>{html.escape(f.why)}</td><td>{html.escape(f.fix)}</td>"
-                       f"<td>{html.escape(f.compiled)}</td></tr>" for f in self.findings)
-        verdict = ("<p style='color:#1b7f3b'><b>no problems found</b></p>" if self.ok else
-                   "<table><tr><th>check</th><th>problem</th><th>why it matters</th><th>fix</th>"
-                   f"<th>seen under torch.compile</th></tr>{rows}</table>")
-        return (f"<div><p>audit of <code>{html.escape(self.schema)}</code>: {len(self.checks_run)} checks</p>"
-                f"{verdict}<p><i>not checkable here: {html.escape(self.cannot_see)}</i></p></div>")
+        """How a notebook shows it: :func:`labkit.render.audit_html` draws it."""
+        return render.audit_html(self)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -189,9 +189,10 @@ def check_number(answer: Any, truth: int, success: str, hint: str, name: str = "
     return check(whole_number(answer) == truth, success, hint)
 
 
-def check_numbers(predictions: dict, truth: dict, success: str, hint: str) -> bool:
+def check_numbers(predictions: dict, truth: dict, success: str, hint: str | dict) -> bool:
     """Check a dict of whole-number predictions (each read as :func:`whole_number` reads it: ``4``, ``"4"``,
-    ``"four"``): one sentence asking for whole numbers when one is none, else ✔ or which keys to revisit."""
+    ``"four"``): one sentence asking for whole numbers when one is none, else ✔ or which keys to revisit.
+    ``hint`` is one sentence, or one per key ({key: hint}): then only the wrong keys' hints are said."""
     if not isinstance(predictions, dict):
         print(f"✘ the answer is {brief(predictions)}: keep the dict and fill in its numbers.")
         return False
@@ -201,4 +202,5 @@ def check_numbers(predictions: dict, truth: dict, success: str, hint: str) -> bo
         print(f"✘ the answer for {', '.join(map(repr, unread))} is not a whole number: answer 0, 1, 2, ...")
         return False
     wrong = [key for key in truth if numbers[key] != truth[key]]
-    return check(not wrong, success, f"look again at {', '.join(map(repr, wrong))}: {hint}")
+    said = hint if isinstance(hint, str) else " ".join(hint[key] for key in wrong)
+    return check(not wrong, success, f"look again at {', '.join(map(repr, wrong))}: {said}")

@@ -26,8 +26,8 @@ LESSONS = {
 
 
 class Lesson(NamedTuple):
-    stem: str   # "05_dce_and_dynamic_shapes"
-    title: str  # "Dead-code elimination and dynamic shapes"
+    stem: str   # the notebook's file name without .ipynb, as LESSONS gives it
+    title: str  # its title, as LESSONS gives it
 
     @property
     def number(self) -> str:

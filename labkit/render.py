@@ -1,4 +1,5 @@
-"""Turn a :class:`~labkit.stages.StageReport` into text, HTML and pictures; draw every widget's view.
+"""Turn a :class:`~labkit.stages.StageReport` into text, HTML and pictures; draw every widget's view and an audit's
+report.
 
 It only presents what the core found, so the same report looks the same in a notebook, a widget,
 a test or a terminal. The widgets' HTML is built here too, in named functions, and the widgets call them.
@@ -439,6 +440,22 @@ def fate_picture_html(report: StageReport, op_name: str) -> str:
         _FATE_PNGS[key] = base64.b64encode(buffer.getvalue()).decode()
     alt = html.escape(", ".join(f"{STAGE_NAMES[s]} {m}" for s, m in zip(STAGE_NAMES, key[0])) + f", ran {key[1]}")
     return f"<img alt='{alt}' title='{alt}' src='data:image/png;base64,{_FATE_PNGS[key]}' style='max-width:100%'>"
+
+
+# --- an audit's report: labkit.auditing finds, this draws ------------------------------------------------
+
+
+def audit_html(report) -> str:
+    """A :class:`labkit.auditing.AuditReport` as a notebook shows it: a table of the findings (check, problem, why,
+    fix, what torch.compile did), or "no problems found"; then what the audit cannot see."""
+    rows = "".join(f"<tr><td><code>{html.escape(f.check)}</code></td><td>{html.escape(f.problem)}</td>"
+                   f"<td>{html.escape(f.why)}</td><td>{html.escape(f.fix)}</td>"
+                   f"<td>{html.escape(f.compiled)}</td></tr>" for f in report.findings)
+    verdict = ("<p style='color:#1b7f3b'><b>no problems found</b></p>" if report.ok else
+               "<table><tr><th>check</th><th>problem</th><th>why it matters</th><th>fix</th>"
+               f"<th>seen under torch.compile</th></tr>{rows}</table>")
+    return (f"<div><p>audit of <code>{html.escape(report.schema)}</code>: {len(report.checks_run)} checks</p>"
+            f"{verdict}<p><i>not checkable here: {html.escape(report.cannot_see)}</i></p></div>")
 
 
 # --- the widgets' views: labkit.widgets wires controls, these draw -----------------------------------------

@@ -1,5 +1,25 @@
-import matplotlib
+import pathlib
+
 import pytest
+
+
+def packages_under(tests: pathlib.Path) -> list[str]:
+    """The folders of tests/ that hold an ``__init__.py``, tests/ itself included."""
+    inits = [tests / "__init__.py", *tests.glob("*/__init__.py")]
+    return sorted(str(init.parent.relative_to(tests.parent)) for init in inits if init.exists())
+
+
+# tests/ and its folders are not packages, and must not become ones: pytest (its default rootdir-based "prepend"
+# imports) would put tests/ on sys.path and import tests/labkit and tests/torch as the packages ``labkit`` and
+# ``torch``, shadowing the real ones for every test. Checked before this file imports either.
+PACKAGES = packages_under(pathlib.Path(__file__).parent)
+if PACKAGES:
+    raise pytest.UsageError(
+        f"{', '.join(f'{folder}/__init__.py' for folder in PACKAGES)}: delete "
+        "it; the folders of tests/ are not packages (tests/labkit would shadow labkit, tests/torch torch), and "
+        "pyproject's pythonpath makes their helpers importable")
+
+import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 

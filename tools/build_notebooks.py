@@ -49,10 +49,9 @@ import jupytext
 import nbformat
 from nbclient import NotebookClient
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-import facts  # noqa: E402  (tools/facts.py, beside this file)
+import facts  # tools/facts.py, beside this file
+from repo import ROOT
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 SOURCES = ROOT / "tools" / "notebook_sources"
 NOTEBOOKS = ROOT / "notebooks"
 KERNEL = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}

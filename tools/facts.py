@@ -18,17 +18,17 @@ import json
 import math
 import pathlib
 import re
-import sys
 
 try:
     import tomllib
 except ImportError:  # Python 3.10
     import tomli as tomllib
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-import gpu_runs  # noqa: E402  (docs/gpu-runs/: which notebooks ran on a GPU)
-import lesson_metrics  # noqa: E402  (what each stored notebook holds: words, visible code lines)
+import gpu_runs  # docs/gpu-runs/: which notebooks ran on a GPU
+import lesson_metrics  # what each stored notebook holds: words, visible code lines
+import torch_matrix  # which releases every notebook passed on
+from repo import ROOT
+
 TAG = "generated from pyproject.toml [tool.lab] by tools/build_notebooks.py --facts: do not edit"
 # How a marker line is written in each kind of file: (begin, end) around the region's name.
 MARKERS = {
@@ -38,6 +38,14 @@ MARKERS = {
 }
 # The keys every [[tool.lab.notebooks]] entry needs.
 ENTRY = ("stem", "title", "idea", "short_idea", "execution_s", "demo")
+# The keys each table of the registry may hold: another key is a typo, or a fact nothing would read.
+ALLOWED = {
+    "[tool.lab]": ("github", "branch", "reference_torch", "minimum_torch", "notebooks", "pace", "workshop"),
+    "[[tool.lab.notebooks]]": (*ENTRY, "when_late", "topics"),
+    "[tool.lab.pace]": ("words_per_minute", "code_lines_per_minute", "minutes_per_exercise", "round_to"),
+    "[tool.lab.workshop]": ("setup_min", "min_buffer", "agendas"),
+    "[[tool.lab.workshop.agendas]]": ("length_min", "notebooks", "break_after", "break_min", "wrap_up_min", "note"),
+}
 NUMBER_WORDS = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen".split()
 
 
@@ -57,8 +65,20 @@ def sources(root: pathlib.Path = ROOT) -> list[str]:
     return sorted(p.stem for p in (root / "tools" / "notebook_sources").glob("[0-9][0-9]_*.py"))
 
 
+def unknown_keys(lab: dict) -> list[str]:
+    """One sentence per key of ``[tool.lab]`` or its tables that :data:`ALLOWED` does not list, naming the allowed."""
+    tables = [("[tool.lab]", "", lab), ("[tool.lab.pace]", "", lab.get("pace", {})),
+              ("[tool.lab.workshop]", "", lab.get("workshop", {}))]
+    tables += [("[[tool.lab.notebooks]]", f" entry {nb.get('stem')!r}", nb) for nb in lab.get("notebooks", [])]
+    tables += [("[[tool.lab.workshop.agendas]]", f" of {agenda.get('length_min')} minutes", agenda)
+               for agenda in lab.get("workshop", {}).get("agendas", [])]
+    return [f"pyproject.toml's {table}{which} has an unknown key {key!r}: the allowed keys are "
+            f"{', '.join(ALLOWED[table])}"
+            for table, which, keys in tables for key in keys if key not in ALLOWED[table]]
+
+
 def registry_problems(root: pathlib.Path = ROOT) -> list[str]:
-    """One sentence per source without a registry entry, entry without a source, or incomplete entry."""
+    """One sentence per source without a registry entry, entry without a source, incomplete entry or unknown key."""
     entries = pyproject(root)["tool"]["lab"].get("notebooks", [])
     stems = [e.get("stem") for e in entries]
     found = sources(root)
@@ -71,13 +91,11 @@ def registry_problems(root: pathlib.Path = ROOT) -> list[str]:
                  for e in entries if (missing := [k for k in ENTRY if k not in e])]
     if stems != sorted(stems, key=str):
         problems.append("pyproject.toml's [[tool.lab.notebooks]] are not in the order of their numbers")
-    return problems
+    return problems + unknown_keys(pyproject(root)["tool"]["lab"])
 
 
 def checked_on(root: pathlib.Path, stems: list[str]) -> list[str]:
     """The releases on which every registered notebook passed, as tools/torch_matrix.py decides."""
-    sys.path.insert(0, str(ROOT / "tools"))
-    import torch_matrix
     rows = json.loads((root / "docs" / "torch-versions.json").read_text())
     return torch_matrix.checked_on(rows, stems)
 
@@ -119,6 +137,10 @@ def agendas(root: pathlib.Path, lab: dict, minutes: dict[str, int]) -> list[str]
         opening = "Opening: collect the pre-flight results done at home, triage each ✘ (table above)"
         blocks = [(opening, workshop["setup_min"], "")]
         for number in agenda["notebooks"]:
+            if number not in by_number:
+                raise FactsError(f"pyproject's [tool.lab.workshop] agenda of {length} minutes names notebook "
+                                 f"{number!r}, which no [[tool.lab.notebooks]] registers: name one of "
+                                 f"{', '.join(by_number)}")
             nb = by_number[number]
             late = nb.get("when_late", "")
             missing = sorted(set(re.findall(r"§(\d+)", late)) - _sections(root, nb["stem"]))
@@ -268,7 +290,8 @@ def expected(root: pathlib.Path = ROOT) -> dict[str, tuple[str, str]]:
     """{file: (its text now, its text with every fact written)}; FactsError if the registry cannot be."""
     project = pyproject(root)
     lab = project["tool"]["lab"]
-    incomplete = [p for p in registry_problems(root) if " lacks " in p or "not in the order" in p]
+    incomplete = [p for p in registry_problems(root) if " lacks " in p or "not in the order" in p
+                  or " unknown key " in p]
     if incomplete:
         raise FactsError("\n".join(incomplete))
     stems = [nb["stem"] for nb in lab.get("notebooks", [])]

@@ -29,8 +29,7 @@ step() { local name=$1 limit=$2; shift 2; local t0=$SECONDS
 
 step preflight 150 $PY -m labkit.preflight &
 step gpu_tests "$LIMIT" $PY -m pytest -q -p no:cacheprovider -rs $(xdist 2) tests/labkit/test_experiments.py tests/labkit/test_env.py &
-for nn in $($PY -c "import sys; sys.path.insert(0, 'tools'); import record_gpu, build_notebooks
-print(' '.join(s.stem[:2] for s in build_notebooks.all_sources() if record_gpu.gpu_cells(s)))"); do
+for nn in $(PYTHONPATH="$PWD/tools:$PYTHONPATH" $PY -c "import gpu_runs; print(*gpu_runs.numbers_with_gpu_cells())"); do
   step "record_$nn" "$LIMIT" $PY tools/record_gpu.py "$nn" --into "$OUT/recordings" --executed "$OUT/executed" &
 done
 step nbval_lax "$LIMIT" $PY -m pytest -v -p no:cacheprovider --nbval-lax --nbval-current-env \

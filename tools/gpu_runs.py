@@ -25,7 +25,8 @@ import sys
 
 import nbformat
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from repo import ROOT, commit
+
 RUNS = ROOT / "docs" / "gpu-runs"
 SOURCES = ROOT / "tools" / "notebook_sources"
 CELL_LINE = re.compile(r"\b(PASSED|FAILED|ERROR)\s+notebooks/(\d\d_\w+)(?:\.ipynb)?::ipynb::Cell (\d+)")
@@ -67,9 +68,6 @@ def summarize(out: pathlib.Path) -> pathlib.Path:
     """Write out/gpu-run.json for the checkout this runs in (gpu_check.sh calls it at the end)."""
     import torch
 
-    sys.path.insert(0, str(ROOT / "tools"))
-    import record_gpu
-
     triton = None
     try:
         import triton
@@ -78,7 +76,7 @@ def summarize(out: pathlib.Path) -> pathlib.Path:
         pass
     environment = {"date": __import__("datetime").date.today().isoformat(),
                    "device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
-                   "torch": torch.__version__, "triton": triton, "commit": record_gpu.commit()}
+                   "torch": torch.__version__, "triton": triton, "commit": commit()}
     sources = {p.stem: p.read_text() for p in sorted(SOURCES.glob("[0-9][0-9]_*.py"))}
     items = {stem: nbval_items(ROOT / "notebooks" / f"{stem}.ipynb") for stem in sources}
     target = out / "gpu-run.json"
@@ -124,12 +122,19 @@ def has_gpu_cells(source_text: str) -> bool:
     return re.search(r"(?m)^# %%[^\n]*\n# GPU cell:", source_text) is not None
 
 
+def numbers_with_gpu_cells(root: pathlib.Path = ROOT) -> list[str]:
+    """The numbers of the notebooks whose sources have a GPU cell, in order: the GPU-room note names them, and
+    ``take`` rebuilds them."""
+    sources = sorted((root / "tools" / "notebook_sources").glob("[0-9][0-9]_*.py"))
+    return [source.stem[:2] for source in sources if has_gpu_cells(source.read_text())]
+
+
 def room(root: pathlib.Path = ROOT) -> list[str]:
     """INSTRUCTORS.md's GPU-room note: the notebooks with GPU cells, then per device and torch of the latest
     run of each notebook, which ran whole, which stopped where, which never ran, and which changed since."""
     kept = runs(root / "docs" / "gpu-runs")
     sources = sorted((root / "tools" / "notebook_sources").glob("[0-9][0-9]_*.py"))
-    with_gpu = [s.stem[:2] for s in sources if has_gpu_cells(s.read_text())]
+    with_gpu = numbers_with_gpu_cells(root)
     lines = [f"- Notebooks with GPU cells (they run on a GPU, and show an earlier GPU's recording on a CPU): "
              f"{', '.join(with_gpu) or 'none'}."]
     groups: dict[tuple[str, str, str], dict[str, list[str]]] = {}
@@ -160,16 +165,14 @@ def room(root: pathlib.Path = ROOT) -> list[str]:
 
 def take(out: pathlib.Path) -> list[str]:
     """Take a gpu_check.sh output folder in; returns what changed, one line each."""
-    sys.path.insert(0, str(ROOT / "tools"))
-    import build_notebooks
-    import record_gpu
+    from labkit import recordings  # where the recordings live: inside labkit, as package data
 
     run = json.loads((out / "gpu-run.json").read_text())
     if not run.get("device"):
         raise SystemExit(f"{out}/gpu-run.json says the run had no GPU: nothing to take in.")
     done = []
     for recording in sorted((out / "recordings").glob("*.json")):
-        shutil.copy(recording, record_gpu.RECORDINGS / recording.name)
+        shutil.copy(recording, recordings.FOLDER / recording.name)
         done.append(f"recording {recording.name}")
     RUNS.mkdir(exist_ok=True)
     stem = f"{run['date']}-{re.sub(r'[^A-Za-z0-9]+', '-', run['device']).strip('-')}"
@@ -179,7 +182,7 @@ def take(out: pathlib.Path) -> list[str]:
     shutil.copy(out / "gpu_check.log", RUNS / f"{name}.log")
     done.append(f"docs/gpu-runs/{name}.json and .log")
     subprocess.run([sys.executable, str(ROOT / "tools" / "build_notebooks.py"), "--facts"], check=True)
-    with_gpu_cells = [source.stem[:2] for source in build_notebooks.all_sources() if record_gpu.gpu_cells(source)]
+    with_gpu_cells = numbers_with_gpu_cells(ROOT)
     subprocess.run([sys.executable, str(ROOT / "tools" / "build_notebooks.py"), *with_gpu_cells], check=True)
     return done + ["docs/maintaining.md's GPU table and INSTRUCTORS.md's GPU-room note",
                    f"notebooks {' '.join(with_gpu_cells)} rebuilt with their new labels"]

@@ -27,7 +27,8 @@ import sys
 
 import nbformat
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from repo import ROOT
+
 RELEASE = re.compile(r"(?<![\w.])2\.(?:9|1\d)(?:\.\d+)?(?![\w.]*\d)")
 NAVIGATION = re.compile(r"^\[(?:!\[Open In Colab\]|←|All notebooks)")
 FURTHER = re.compile(r"^#+\s*Further reading", re.M)

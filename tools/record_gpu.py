@@ -25,19 +25,15 @@ import importlib.util
 import json
 import os
 import pathlib
-import subprocess
 import sys
 import tempfile
 
 import nbformat
 from nbclient import NotebookClient
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-import build_notebooks  # noqa: E402  (a sibling tool, not a package)
-
-sys.path.insert(0, str(ROOT))
-from labkit import recordings  # noqa: E402  (the format, and how a notebook reads it)
+import build_notebooks  # a sibling tool (tools/ is on sys.path: python tools/x.py, pytest's pythonpath)
+from labkit import recordings  # the format, and how a notebook reads it
+from repo import ROOT, commit
 
 RECORDINGS = recordings.FOLDER        # inside labkit, as package data: Colab has them too
 ENV_MARK = "@@gpu-recording-environment@@"
@@ -82,18 +78,6 @@ def printed_text(cell) -> str:
         elif output.get("output_type") in ("display_data", "execute_result"):
             parts.append(output.get("data", {}).get("text/plain", "") + "\n")
     return "".join(parts)
-
-
-def commit() -> str | None:
-    """The checkout's commit, with "+changes" when tracked files differ from it; None outside git."""
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                              check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
-                               capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    return head + ("+changes" if dirty else "")
 
 
 def run(source: pathlib.Path, timeout: int = 600, keep_in: pathlib.Path | None = None) -> tuple[list, dict]:

@@ -1,5 +1,22 @@
-"""The repository's root folder (ROOT), for the tests and tools that read the lab's files."""
+"""The repository: its root folder (ROOT) and its commit, for the tests, tools and benchmarks that read the lab's files.
+
+The bottom of tools/: it imports nothing of the lab's, so every tool and test can import it (pytest's pythonpath
+has tools/; a script run as ``python tools/x.py`` has its own folder on sys.path).
+"""
 
 import pathlib
+import subprocess
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def commit() -> str | None:
+    """The checkout's commit, with "+changes" when tracked files differ from it; None outside git."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head + ("+changes" if dirty else "")

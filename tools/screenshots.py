@@ -28,9 +28,9 @@ import subprocess
 import sys
 import time
 
-from labkit.widgets import SHOWINGS  # where each widget is shown, and its README picture
+from repo import ROOT
+from showings import SHOWINGS  # where each widget is shown, and its README picture
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 SCREENSHOTS = ROOT / "docs" / "screenshots"
 MANIFEST = SCREENSHOTS / "manifest.json"
 COMMAND = ".venv/bin/python tools/screenshots.py"
@@ -47,8 +47,10 @@ SHOWS = {
     "09_gpu_recording.png": (f"{SOURCES}/09_gpu_kernels.py::# GPU cell: CUDA graphs skip an op that mutates an input",
                              "labkit/gpu_recordings/09_gpu_kernels.json", "labkit/render.py", "labkit/recordings.py"),
 }
-# Each widget's README picture: the notebook cell that builds it (labkit.widgets.SHOWINGS) and the code of its view.
-SHOWS.update({showing.screenshot: (f"{SOURCES}/{showing.notebook}.py::{showing.call}", *WIDGET_CODE)
+# Each widget's README picture: the notebook cell that builds it, the showing itself (tools/showings.py: the flips
+# made before it is taken) and the code of its view.
+SHOWS.update({showing.screenshot: (f"{SOURCES}/{showing.notebook}.py::{showing.call}", "tools/showings.py",
+                                   *WIDGET_CODE)
               for showing in SHOWINGS if showing.screenshot})
 # The picture that shows JupyterLab's file browser (its listing is recorded and checked too).
 FILE_BROWSER_PICTURE = "first-run.png"

@@ -32,7 +32,8 @@ import time
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from repo import ROOT
+
 RESULTS = ROOT / "docs" / "torch-versions.json"
 TABLE = ROOT / "docs" / "torch-versions.md"
 COLAB = {"python": "/root/.pyenv/versions/3.13.0/bin/python3", "torch": "2.11.0", "ipywidgets": "7.7.1"}

@@ -73,9 +73,10 @@ from labkit import widgets as lw  # noqa: E402
 from panel_check import contradictions  # noqa: E402
 
 import screenshots  # noqa: E402
+from showings import SHOWINGS  # noqa: E402
 
-# notebook → where it shows a widget (labkit.widgets.SHOWINGS: how it builds it, the flips to make, its screenshot)
-FLIPS = {showing.notebook: showing for showing in lw.SHOWINGS}
+# notebook → where it shows a widget (tools/showings.py: how it builds it, the flips to make, its screenshot)
+FLIPS = {showing.notebook: showing for showing in SHOWINGS}
 
 FIRST_RUN = "00_start_here"
 # what the file browser must show a learner at the top, and must not (maintainers' folders)

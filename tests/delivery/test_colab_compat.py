@@ -23,6 +23,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 import labkit
 from labkit import widgets as lw
+from showings import widget_classes
 
 shell = InteractiveShell.instance()
 lab = lw.DeclarationLab(namespace="colab77")
@@ -33,7 +34,7 @@ assert "belongs to torch itself" in naming.set(scheme="a name I type", typed_nam
 dynamic = lw.DynamicLab(namespace="colab77d", dynamic="True")
 assert dynamic.report.graphs_per_call == [1, 0, 0]
 shown = {type(w) for w in (lab, naming, dynamic)}
-assert shown == set(lw.widget_classes()), f"a widget the lab shows is not driven here: {lw.widget_classes()}"
+assert shown == set(widget_classes()), f"a widget the lab shows is not driven here: {widget_classes()}"
 for widget in (lab, naming, dynamic):
     with capture_output() as shown:
         widget._ipython_display_()
@@ -63,7 +64,7 @@ def colab_widgets(tmp_path_factory):
 
 
 def test_every_widget_works_with_colabs_ipywidgets(colab_widgets):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(colab_widgets), str(ROOT)]))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(colab_widgets), str(ROOT), str(ROOT / "tools")]))
     done = subprocess.run([sys.executable, "-c", DRIVE], capture_output=True, text=True, env=env,
                           timeout=600, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]

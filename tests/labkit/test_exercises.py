@@ -137,6 +137,15 @@ def test_check_numbers_reads_each_answer_as_a_whole_number_and_names_the_wrong_k
     assert "keep the dict" in capsys.readouterr().out
 
 
+def test_check_numbers_says_the_hint_of_each_wrong_key_only(capsys):
+    truth, hints = {"int": 3, "SymInt": 1}, {"int": "a value seen before?", "SymInt": "symbolic from the start?"}
+    assert not exercises.check_numbers({"int": 4, "SymInt": 1}, truth, "both hold.", hints)
+    said = capsys.readouterr().out
+    assert "look again at 'int': a value seen before?" in said and "symbolic" not in said
+    assert exercises.check_numbers({"int": "three", "SymInt": 1}, truth, "both hold.", hints)
+    assert "both hold." in capsys.readouterr().out
+
+
 def test_check_number_names_the_answer_it_cannot_read(capsys):
     assert not exercises.check_number("1 graph", 1, "right", "hint", name="the answer for 'SymInt'")
     assert capsys.readouterr().out.startswith("✘ the answer for 'SymInt' is '1 graph': answer a whole number"), \

@@ -102,22 +102,50 @@ def test_a_destroyed_raw_op_is_kept_alive():
     assert any(held is token for held in ops._DESTROYED_REGISTRATIONS)
 
 
-def test_widgets_build_no_html():
-    source = (LABKIT / "widgets.py").read_text()
+def _html_built_in(name: str) -> list[str]:
+    """The HTML tags among labkit/<name>.py's string literals (an f-string's parts too), and ``import html``."""
+    source = (LABKIT / f"{name}.py").read_text()
     literals = [node.value for node in ast.walk(ast.parse(source))
                 if isinstance(node, ast.Constant) and isinstance(node.value, str)]
-    tags = [text for text in literals if re.search(r"<(p|div|i|b|code|table|br)\b", text)]
-    assert not tags and "import html" not in source, f"labkit/widgets.py builds HTML: {tags[:3]}; move it to render"
+    tags = [text for text in literals if re.search(r"<(p|div|i|b|code|table|tr|td|br)\b", text)]
+    return tags + (["import html"] if "import html" in source else [])
 
 
-NUMBERED = re.compile(r"\b[Nn]otebooks? \d\d\b|^# --- (?:notebook )?\d\d\b", re.M)
+def test_widgets_build_no_html():
+    tags = _html_built_in("widgets")
+    assert not tags, f"labkit/widgets.py builds HTML: {tags[:3]}; move it to render"
+
+
+def test_auditing_builds_no_html_render_draws_its_report():
+    tags = _html_built_in("auditing")
+    assert not tags, f"labkit/auditing.py builds HTML: {tags[:3]}; move it to render"
+    report = auditing.AuditReport("t::x", "t::x(Tensor x) -> Tensor", [], ["declaration"], "effects", 0.0)
+    assert report._repr_html_() == labkit.render.audit_html(report)
+
+
+# A notebook named by number: "notebook 05", a section header "# --- 05", or its stem "05_dce_and_dynamic_shapes"
+# (a registry of where things are shown belongs in tools/, as tools/showings.py).
+NUMBERED = re.compile(r"\b[Nn]otebooks? \d\d\b|^# --- (?:notebook )?\d\d\b|\b\d\d_[a-z]\w*", re.M)
+# What --facts writes from the registry (labkit/lessons.py's LESSONS) is the one place stems may stand.
+GENERATED = re.compile(r"^# BEGIN (\S+): generated .*?^# END \1$", re.M | re.S)
+
+
+def _numbered(text: str) -> list[str]:
+    return NUMBERED.findall(GENERATED.sub("", text))
 
 
 @pytest.mark.parametrize("name", MODULES)
 def test_no_library_module_names_a_notebook_by_number(name):
-    found = NUMBERED.findall((LABKIT / f"{name}.py").read_text())
+    found = _numbered((LABKIT / f"{name}.py").read_text())
     assert not found, (f"labkit/{name}.py names notebooks by number ({found}): name the topic, or take the number "
-                       "from labkit.lessons.notebook_about(topic)")
+                       "from labkit.lessons.notebook_about(topic); where a notebook shows something goes in tools/")
+
+
+def test_the_notebook_number_rule_sees_a_stem_a_sentence_and_a_header_but_not_the_generated_registry():
+    assert _numbered('Showing("02_mutates_args", DeclarationLab)\n# --- 05 dead code\nsee notebook 04') == [
+        "02_mutates_args", "# --- 05", "notebook 04"]
+    assert _numbered((LABKIT / "lessons.py").read_text()) == []
+    assert "05_dce_and_dynamic_shapes" in (LABKIT / "lessons.py").read_text()  # inside its generated region
 
 
 @pytest.mark.parametrize("name", MODULES)

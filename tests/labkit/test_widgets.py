@@ -11,6 +11,7 @@ import labkit
 from labkit import experiments as e, ops, widgets as w
 from labkit.experiments import DECLARATIONS
 from labkit.widgets import DeclarationLab
+from showings import SHOWINGS, widget_classes
 
 EXPECTED = {  # declaration -> (what happens, does compiled agree with eager?)
     "correct": ("agree", True),
@@ -277,18 +278,18 @@ def test_closing_many_labs_leaves_no_widgets_alive():
 
 
 def test_every_widget_showing_matches_its_notebook_and_every_widget_is_shown():
-    """labkit.widgets.SHOWINGS is what the browser test, the screenshots and the Colab check read: each entry's
+    """tools/showings.py's SHOWINGS is what the browser test, the screenshots and the Colab check read: each entry's
     call is in its notebook's source, once, and every LabWidget subclass of labkit.widgets is shown somewhere."""
     import inspect
 
     from repo import ROOT
 
-    for showing in w.SHOWINGS:
+    for showing in SHOWINGS:
         source = (ROOT / "tools" / "notebook_sources" / f"{showing.notebook}.py").read_text()
         assert source.count(showing.call) == 1, \
             f"{showing}: its whole call, every argument as written, is not once in {showing.notebook}'s source"
         assert showing.screenshot is None or showing.screenshot_after <= len(showing.flips), showing
     classes = {obj for _, obj in inspect.getmembers(w, inspect.isclass)
                if issubclass(obj, w.LabWidget) and obj is not w.LabWidget and obj.__module__ == w.__name__}
-    assert classes == set(w.widget_classes()), f"widgets no notebook shows: {classes - set(w.widget_classes())}"
-    assert len({s.notebook for s in w.SHOWINGS}) == len(w.SHOWINGS), "one showing per notebook (the browser test's id)"
+    assert classes == set(widget_classes()), f"widgets no notebook shows: {classes - set(widget_classes())}"
+    assert len({s.notebook for s in SHOWINGS}) == len(SHOWINGS), "one showing per notebook (the browser test's id)"

@@ -24,6 +24,7 @@ import labkit
 from panel_check import Panel, contradictions
 from labkit import experiments as e
 from labkit import widgets as w
+from showings import widget_classes
 
 pytestmark = pytest.mark.slow
 # --- plain-torch replicas ------------------------------------------------------------------------
@@ -217,7 +218,7 @@ STATE_TESTS = {w.DeclarationLab: test_every_declaration_lab_state_is_true_and_co
 
 
 def test_every_widget_the_lab_shows_has_its_every_state_test():
-    """A new entry in labkit.widgets.SHOWINGS with a new widget needs its every-state test here, checked against
+    """A new entry in tools/showings.py's SHOWINGS with a new widget needs its every-state test here, checked against
     an independent replica in plain torch, as the three above are."""
-    missing = [cls.__name__ for cls in w.widget_classes() if cls not in STATE_TESTS]
+    missing = [cls.__name__ for cls in widget_classes() if cls not in STATE_TESTS]
     assert missing == [], f"no every-state test for {missing}: write one here and add it to STATE_TESTS"

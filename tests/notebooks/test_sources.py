@@ -8,6 +8,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from repo import ROOT
 
 SOURCES = sorted((ROOT / "tools" / "notebook_sources").glob("[0-9][0-9]_*.py"))
@@ -116,6 +118,32 @@ def test_an_agenda_without_its_buffer_or_with_a_missing_section_is_refused(tmp_p
     refused = _facts(root)
     assert refused.returncode == 1 and "names §9, which the notebook has no section for" in \
         refused.stdout + refused.stderr, refused.stdout + refused.stderr
+
+
+def test_an_unknown_registry_key_is_refused_naming_the_key_and_the_allowed_ones():
+    import facts
+
+    lab = facts.pyproject(ROOT)["tool"]["lab"]
+    assert facts.unknown_keys(lab) == []
+    typo = {**lab, "notebooks": [{**lab["notebooks"][0], "topic": ["x"]}, *lab["notebooks"][1:]],
+            "pace": {**lab["pace"], "round": 5}}
+    said = facts.unknown_keys(typo)
+    assert said == [
+        "pyproject.toml's [tool.lab.pace] has an unknown key 'round': the allowed keys are words_per_minute, "
+        "code_lines_per_minute, minutes_per_exercise, round_to",
+        f"pyproject.toml's [[tool.lab.notebooks]] entry {lab['notebooks'][0]['stem']!r} has an unknown key 'topic': "
+        "the allowed keys are stem, title, idea, short_idea, execution_s, demo, when_late, topics"], said
+
+
+def test_an_agenda_naming_an_unregistered_notebook_gets_one_sentence():
+    import facts
+
+    lab = facts.pyproject(ROOT)["tool"]["lab"]
+    agenda = {**lab["workshop"]["agendas"][0], "notebooks": ["00", "42"]}
+    with pytest.raises(facts.FactsError, match=r"names notebook '42', which no \[\[tool.lab.notebooks\]\] "
+                                                r"registers: name one of 00, 01, "):
+        facts.agendas(ROOT, {**lab, "workshop": {**lab["workshop"], "agendas": [agenda]}},
+                      {nb["stem"]: 5 for nb in lab["notebooks"]})
 
 
 def test_a_source_without_a_registry_entry_is_refused_but_still_builds_by_name(tmp_path):

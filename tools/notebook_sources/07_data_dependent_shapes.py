@@ -507,9 +507,7 @@ assert all(isinstance(count, int) and count >= 1 for count in truth_graphs.value
 HINTS = {"int": "int: does a value seen before need a new graph?",
          "SymInt": "SymInt: under dynamic=True, is n symbolic from the first call?"}
 if labkit.exercises.answered(my_graphs, "fill in my_graphs in the cell above, run it, then this cell"):
-    for kind, truth in truth_graphs.items():
-        labkit.exercises.check_number(my_graphs[kind], truth, f"{kind}: {truth}.", HINTS[kind],
-                                      name=f"the answer for {kind!r}")
+    labkit.exercises.check_numbers(my_graphs, truth_graphs, "both counts hold.", HINTS)
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
 #@title Solution (open it once you have tried)
@@ -589,16 +587,6 @@ assert labkit.exercises.wrong_keys({"a": "crash", "b": "ok", "c": "ok", "d": "er
 # Annotate integers `int` and let `custom_op` infer `SymInt`; in a schema you write, write `SymInt`. Run with
 # `TORCH_LOGS="graph_breaks,recompiles"` to see where the graph breaks and why it recompiles.
 #
-# ## Questions
-#
-# 1. Why can torch guard on a backed size like `s77` but only assert on an unbacked `u0`?
-# 2. Why did the compiled program stop on six positives when eager returned them, and why should your kernel
-#    still assert its bound?
-# 3. Under `fullgraph=False`, where does the graph break in `branches_on_size`, by default and with
-#    `capture_dynamic_output_shape_ops=True`? Why does its `if` fail to compile under `fullgraph=True`?
-# 4. Why does `int n` in a schema compile a graph per value even under `dynamic=True`?
-# 5. Why is reaching `recompile_limit` under `fullgraph=False` easy to miss in a real project?
-#
 # ## What to remember
 #
 # - A data-dependent output size is **unbacked** (`u0`): no value at compile time, so no guards; what torch
@@ -610,6 +598,16 @@ assert labkit.exercises.wrong_keys({"a": "crash", "b": "ok", "c": "ok", "d": "er
 # - `mark_unbacked` avoids the 0/1 recompiles of `mark_dynamic`, at section 3's price.
 # - Past `recompile_limit`, new inputs run eagerly with only a log warning (`fullgraph=False`), or raise
 #   (`fullgraph=True`).
+#
+# ## Questions
+#
+# 1. Why can torch guard on a backed size like `s77` but only assert on an unbacked `u0`?
+# 2. Why did the compiled program stop on six positives when eager returned them, and why should your kernel
+#    still assert its bound?
+# 3. Under `fullgraph=False`, where does the graph break in `branches_on_size`, by default and with
+#    `capture_dynamic_output_shape_ops=True`? Why does its `if` fail to compile under `fullgraph=True`?
+# 4. Why does `int n` in a schema compile a graph per value even under `dynamic=True`?
+# 5. Why is reaching `recompile_limit` under `fullgraph=False` easy to miss in a real project?
 #
 # ## Further reading
 #

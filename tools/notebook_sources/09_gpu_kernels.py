@@ -609,6 +609,16 @@ assert any("missed opportunities=['x']" in v or "unable to reinplace ['x']" in v
     "torch's log says re-inplacing missed x"
 
 # %% [markdown]
+# ## What to remember
+#
+# - Wrap Triton kernels with `triton_op` + `wrap_triton`: Inductor then sees the kernel (and keys its cache on
+#   its source). A `custom_op` around the same kernel is an opaque call.
+# - `mode="reduce-overhead"` skips, with a logged reason, graphs whose ops mutate inputs it does not own; ops
+#   that can never be captured carry `Tag.cudagraph_unsafe`.
+# - `Tag.out` marks write-only output buffers: Inductor hands the kernel a fresh buffer instead of a clone of
+#   yours when your buffer's old value is still read after the call.
+# - Re-inplacing can fail and leave a clone; `TORCH_LOGS=output_code` shows it, `+inductor` says why.
+#
 # ## Questions
 #
 # 1. Why must a user-defined Triton kernel's source be part of Inductor's cache key, while a `custom_op`'s
@@ -619,16 +629,6 @@ assert any("missed opportunities=['x']" in v or "unable to reinplace ['x']" in v
 # 4. What does `Tag.out` promise that `mutates_args={"out"}` does not, and what does Inductor save by it?
 # 5. The v1 form clones `x[0]` before the op writes it. What could go wrong if it wrote `x[0]` in place without
 #    proving that nobody reads the old value?
-#
-# ## What to remember
-#
-# - Wrap Triton kernels with `triton_op` + `wrap_triton`: Inductor then sees the kernel (and keys its cache on
-#   its source). A `custom_op` around the same kernel is an opaque call.
-# - `mode="reduce-overhead"` skips, with a logged reason, graphs whose ops mutate inputs it does not own; ops
-#   that can never be captured carry `Tag.cudagraph_unsafe`.
-# - `Tag.out` marks write-only output buffers: Inductor hands the kernel a fresh buffer instead of a clone of
-#   yours when your buffer's old value is still read after the call.
-# - Re-inplacing can fail and leave a clone; `TORCH_LOGS=output_code` shows it, `+inductor` says why.
 #
 # ## Further reading
 #

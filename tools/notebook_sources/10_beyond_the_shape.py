@@ -548,7 +548,7 @@ def check_registrations(mine):
                                   "replaces, and whose registrations may it replace (section 1)?")
 
 # %%
-check_registrations(my_registrations)
+check_registrations(my_registrations);
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
 #@title Solution (open it once you have tried)
@@ -607,7 +607,7 @@ def check_predictions(mine):
                                   "does opcheck compare, and which does Inductor's code check (section 3)?")
 
 # %%
-check_predictions(my_predictions)
+check_predictions(my_predictions);
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
 #@title Solution (open it once you have tried)
@@ -657,7 +657,7 @@ def check_tags(tags):
                                   "the layout, and which let Inductor choose?")
 
 # %%
-check_tags(my_tags)
+check_tags(my_tags);
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
 #@title Solution (open it once you have tried)
@@ -705,7 +705,7 @@ def check_eager_dtype(dtype):
                                   "(torch.amp's docs list the ops it casts.)")
 
 # %%
-check_eager_dtype(my_eager_dtype)
+check_eager_dtype(my_eager_dtype);
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
 #@title Solution (open it once you have tried)
@@ -743,7 +743,7 @@ def check_recompiles(mine):
                                           "re-read section 6: which argument's value does torch bake into the graph?")
 
 # %%
-check_recompiles(my_recompiles)
+check_recompiles(my_recompiles);
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
 #@title Solution (open it once you have tried)
@@ -767,14 +767,6 @@ with contextlib.redirect_stdout(io.StringIO()):
 # torch.library.opcheck(torch.ops.mylib.my_op.default, (torch.randn(3, 4),))
 # ```
 #
-# ## Questions
-#
-# 1. A `Library` op and a `custom_op` give the same graph. Name two ways they behave differently.
-# 2. Why can a wrong dtype in a fake give a wrong number with no error, while wrong strides raise?
-# 3. Why did `opcheck` pass section 4's kernel, and what would have caught its bug?
-# 4. Why did the backend decide the dtype of section 5's op under autocast?
-# 5. Why does a `float` argument recompile when a 0-d tensor does not?
-#
 # ## What to remember
 #
 # - `Library.define` is `custom_op` without its checks (gradient, aliasing, `pt2_compliant_tag`), and cheaper.
@@ -783,6 +775,14 @@ with contextlib.redirect_stdout(io.StringIO()):
 # - The default layout constraint hands your kernel eager's strides; `.contiguous()` inside also covers callers.
 # - Under autocast a custom op is not cast; `register_autocast` casts its float32 inputs (not float64).
 # - `float` arguments recompile per value; 0-d tensors do not. `custom_op` can return an `int`.
+#
+# ## Questions
+#
+# 1. A `Library` op and a `custom_op` give the same graph. Name two ways they behave differently.
+# 2. Why can a wrong dtype in a fake give a wrong number with no error, while wrong strides raise?
+# 3. Why did `opcheck` pass section 4's kernel, and what would have caught its bug?
+# 4. Why did the backend decide the dtype of section 5's op under autocast?
+# 5. Why does a `float` argument recompile when a 0-d tensor does not?
 #
 # ## Further reading
 #
