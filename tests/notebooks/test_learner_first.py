@@ -11,7 +11,10 @@ On a source (tools/notebook_sources/NN_*.py), for every cell a learner sees (not
     into labkit, and the cell shows the call;
 (i) issue numbers (``#187319``) only in "Further reading", never as a heading or a label;
 (j) a solution's first line, which JupyterLab shows while the cell is collapsed, gives nothing away:
-    ``#@title Solution (open it once you have tried)``.
+    ``#@title Solution (open it once you have tried)``;
+(k) a chapter closes in one order: "What to remember", then "Questions", then "Further reading";
+(l) no code cell a learner reads ends in ``;`` to hide its value (nbval runs cells without IPython's history and
+    shows the value anyway): name it, as in ``answer_ok = check_fill(...)``.
 On the stored notebooks (tools/lesson_metrics.py): at most 3 torch release numbers where a reader meets
 them, a picture in every notebook and 15 in all, notebook 00 within 900 words and the collection within
 16,000, at most 2,200 visible code lines, and no fewer claims asserted than before the rewrite (545).
@@ -55,10 +58,16 @@ def _prints(tree) -> bool:
     return any(isinstance(n, ast.Call) and getattr(n.func, "id", "") in ("print", "display") for n in ast.walk(tree))
 
 
+CLOSING = ("What to remember", "Questions", "Further reading")
+
+
 def source_problems(path) -> list[str]:
     """One sentence per broken rule in a source: where, what, and the fix."""
     found = []
     prose = "\n".join(cell.source for cell in _cells(path) if cell.cell_type == "markdown")
+    headings = [h for h in re.findall(r"^#+\s*(.+?)\s*$", prose, flags=re.M) if h in CLOSING]
+    if headings != sorted(headings, key=CLOSING.index):
+        found.append(f"(k) {path.name}: its closing sections run {headings}; put them in the order {list(CLOSING)}")
     before_reading = re.split(r"^#+\s*Further reading", prose, flags=re.M)[0]
     for number in sorted(set(ISSUE.findall(before_reading))):
         found.append(f"(i) {path.name}: {number} outside 'Further reading': name the bug in words; link it there")
@@ -78,6 +87,8 @@ def source_problems(path) -> list[str]:
             if "check" in cell.metadata.get("tags", ()) and not cell.source.startswith("#@title "):
                 found.append(f"(e) {where}: a check cell's first line is '#@title Check: <the claim>' (Colab's title)")
             continue
+        if cell.source.rstrip().endswith(";"):
+            found.append(f"(l) {where}: ends in ';' to hide its value, which nbval shows anyway: assign it to a name")
         if any(isinstance(n, ast.Assert) for n in ast.walk(tree)):
             found.append(f"(e) {where}: an assert a learner reads; move it to a check cell after the demo")
         for name in PRIVATE.findall(_code(cell.source)):
@@ -134,8 +145,9 @@ def test_the_rules_fire_on_a_bad_source(tmp_path):
                    '# %%\n# NBVAL_IGNORE_OUTPUT\nx = torch._C._get_tracing_state()\nassert x is None, "no"\n\n'
                    '# %% tags=["check"]\nprint("checked")\n\n'
                    '# %% tags=["solution"]\n# Solution: the answer is 42\n\n'
-                   '# %% [markdown]\n# ## Further reading\n# - #187319\n')
+                   '# %%\ncheck_answer(42);\n\n'
+                   '# %% [markdown]\n# ## Questions\n# ## What to remember\n# ## Further reading\n# - #187319\n')
     found = "\n".join(source_problems(bad))
-    for rule in ("(i)", "(g)", "(e)", "(h)", "(f)", "(j)"):
+    for rule in ("(i)", "(g)", "(e)", "(h)", "(f)", "(j)", "(k)", "(l)"):
         assert rule in found, (rule, found)
     assert found.count("(i)") == 1, "an issue number in Further reading is fine"

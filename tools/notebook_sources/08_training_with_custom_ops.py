@@ -758,7 +758,7 @@ def check_kernel_calls(predicted):
                                        "two calls of a pure op on the same input?")
 
 # %%
-check_kernel_calls(my_kernel_calls);
+calls_ok = check_kernel_calls(my_kernel_calls)
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
 #@title Solution (open it once you have tried)

@@ -548,7 +548,7 @@ def check_registrations(mine):
                                   "replaces, and whose registrations may it replace (section 1)?")
 
 # %%
-check_registrations(my_registrations);
+registrations_ok = check_registrations(my_registrations)
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
 #@title Solution (open it once you have tried)
@@ -607,7 +607,7 @@ def check_predictions(mine):
                                   "does opcheck compare, and which does Inductor's code check (section 3)?")
 
 # %%
-check_predictions(my_predictions);
+predictions_ok = check_predictions(my_predictions)
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
 #@title Solution (open it once you have tried)
@@ -657,7 +657,7 @@ def check_tags(tags):
                                   "the layout, and which let Inductor choose?")
 
 # %%
-check_tags(my_tags);
+tags_ok = check_tags(my_tags)
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
 #@title Solution (open it once you have tried)
@@ -705,7 +705,7 @@ def check_eager_dtype(dtype):
                                   "(torch.amp's docs list the ops it casts.)")
 
 # %%
-check_eager_dtype(my_eager_dtype);
+dtype_ok = check_eager_dtype(my_eager_dtype)
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
 #@title Solution (open it once you have tried)
@@ -743,7 +743,7 @@ def check_recompiles(mine):
                                           "re-read section 6: which argument's value does torch bake into the graph?")
 
 # %%
-check_recompiles(my_recompiles);
+recompiles_ok = check_recompiles(my_recompiles)
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
 #@title Solution (open it once you have tried)
