@@ -13,7 +13,7 @@
 # - `torch.Tag.out`: write-only output buffers, and the clone they save;
 # - a case where re-inplacing fails and Inductor's code keeps a **clone** of your tensor.
 #
-# **Time:** about 40 minutes. **Before:** 02 · `mutates_args`. Sections marked *GPU* need CUDA and Triton;
+# **Time:** about 35 minutes. **Before:** 02 · `mutates_args`. Sections marked *GPU* need CUDA and Triton;
 # without them, each GPU cell shows what it printed on a GPU, labelled with the machine and whether the code it
 # ran is the code you see. Collapsed *Check* cells assert every claim ([docs/torch-versions.md](../docs/torch-versions.md):
 # what differs between releases).
