@@ -47,9 +47,12 @@ def _parser() -> argparse.ArgumentParser:
 
 def doctor(argv: list[str] | None = None) -> int:
     """``labkit doctor ...``: the report printed or written; the exit status returned."""
-    args = _parser().parse_args(argv)
-    if not args.modules and not args.namespace:
-        _parser().error("name a module that registers custom ops, e.g. python -m labkit doctor mypkg.ops")
+    try:
+        args = _parser().parse_args(argv)
+        if not args.modules and not args.namespace:
+            _parser().error("name a module that registers custom ops, e.g. python -m labkit doctor mypkg.ops")
+    except SystemExit as done:   # --help (0) or a usage error (2, said in one sentence): a status, not an exit
+        return done.code if isinstance(done.code, int) else USAGE_ERROR
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())   # as python -m does: the project's own modules import from its folder
     from . import doctor as doctor_module

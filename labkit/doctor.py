@@ -692,12 +692,19 @@ def _examine_all(targets: list[Target], tables: list[dict], say: Callable[[str],
     return DoctorReport(asked, environment(), results, warnings, warm, time.perf_counter() - start)
 
 
-def _tables(modules, samples) -> list[dict]:
+def sample_tables(modules, samples: dict | None = None) -> list[dict]:
+    """The SAMPLES tables to read, first match wins: ``samples`` given by the caller, then each module's."""
     tables = []
     if samples is not None:
         tables.append(samples)
     tables += [m.SAMPLES for m in modules if isinstance(getattr(m, "SAMPLES", None), dict)]
     return tables
+
+
+def examine_in_report(target: Target, tables: list[dict]) -> DoctorReport:
+    """One overload examined as :func:`run` does it (fingerprinted caches, Inductor warm), as a report of one:
+    what a pytest item runs."""
+    return _examine_all([target], tables, None, [target.found_in], [])
 
 
 def _unmatched(tables: list[dict], targets: list[Target]) -> list[str]:
@@ -727,7 +734,7 @@ def run(modules: Iterable[str] | str = (), namespaces: Iterable[str] = (), sampl
     if samples is not None and not isinstance(samples, dict):
         raise UsageError(f"samples= takes a dict like SAMPLES ({{op: [(args, kwargs), ...]}}), not {brief(samples)}.")
     targets, imported = discover(modules, namespaces)
-    tables = _tables(imported, samples)
+    tables = sample_tables(imported, samples)
     warnings = _unmatched(tables, targets)
     if ops_only:
         wanted = {_full_name(o) for o in ops_only}
@@ -762,7 +769,7 @@ def check(op_list, samples: dict | None = None, say: Callable[[str], None] | Non
     targets = _targets(names, "given")
     if not targets:
         raise UsageError("no custom operator given to check.")
-    tables = _tables([], samples)
+    tables = sample_tables([], samples)
     return _examine_all(targets, tables, say, ["ops given to check()"], _unmatched(tables, targets))
 
 

@@ -85,10 +85,12 @@ def finding_lines(result, full: bool) -> list[str]:
 
 def failure_text(report) -> str:
     """Every op with findings, each finding in full: what a failed test prints in a CI log."""
-    lines = [header(report)]
-    for result in report.results:
-        if result.verdict == "fail":
-            lines += ["", *finding_lines(result, full=True)]
+    failing = [r for r in report.results if r.verdict == "fail"]
+    summary = "; ".join(f"{r.op}: {', '.join(dict.fromkeys(f.check for f in r.findings))}" for r in failing)
+    lines = [f"labkit doctor found problems in {len(failing)} op overload{'s' if len(failing) != 1 else ''}: "
+             f"{summary}", header(report)]
+    for result in failing:
+        lines += ["", *finding_lines(result, full=True)]
     return "\n".join(lines)
 
 
