@@ -417,6 +417,9 @@ def _discarding(overload, sample: Sample) -> Callable:
     return calls_the_op
 
 
+GRAPH_BREAK_NOTE = "Dynamo ran it eagerly at a graph break"   # audit's note when no compiled run had the op in a graph
+
+
 def _fullgraph_findings(overload, sample: Sample, audited) -> list[Finding]:
     """A graph break at the op, named: under default settings (Dynamo only, ``fullgraph=False``), is the op in a
     graph, and if not, why (torch's own graph-break reasons); then ``fullgraph=True``, which must compile it."""
@@ -424,10 +427,12 @@ def _fullgraph_findings(overload, sample: Sample, audited) -> list[Finding]:
         return []    # audit has said why it does not compile; the same error again adds nothing
     _, values = _values(overload, sample)
     qualname = internals.qualname_of(overload)
+    strict = compile_and_compare(_discarding(overload, sample), *values, backend="eager", fullgraph=True)
+    if strict.error is None and GRAPH_BREAK_NOTE not in audited.cannot_see:
+        return []    # one graph under fullgraph=True, and audit's fullgraph=False runs had the op in a graph
     before = internals.torch_counters("graph_break")
     default = compile_and_compare(_discarding(overload, sample), *values, backend="eager")
     reasons = [" ".join(str(r).split()) for r in internals.torch_counters("graph_break") - before]
-    strict = compile_and_compare(_discarding(overload, sample), *values, backend="eager", fullgraph=True)
     fix = ("make the op traceable: declare it with torch.library.custom_op (or Library.define) and register_fake a "
            "fake kernel; a data-dependent output size needs torch.library.get_ctx().new_dynamic_size(), and then "
            "torch._dynamo.config.capture_dynamic_output_shape_ops = True (capture_scalar_outputs for an int "
