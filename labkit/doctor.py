@@ -157,8 +157,9 @@ class DoctorReport:
         name = op if "." in op.partition("::")[2] else f"{op}.default"
         return next(r for r in self.results if r.op == name)
 
-    def table(self, width: int = 120) -> str:
-        return doctor_report.table(self, width)
+    def table(self, width: int = 120, details: bool = True) -> str:
+        """One row per overload; with ``details``, each finding below (shortened; the JSON has torch's whole text)."""
+        return doctor_report.table(self, width, details)
 
     def to_dict(self) -> dict:
         return doctor_report.as_dict(self)
@@ -688,7 +689,9 @@ def _examine_all(targets: list[Target], tables: list[dict], say: Callable[[str],
     if refusal is not None:
         raise UsageError(refusal)
     with _fingerprinted():
+        paying = warmup.status() == "not run"
         warm = warmup.run(say=say or (lambda _: None))
+        warm = warm if paying else None      # paid before this run (labkit.setup(), an earlier run): not here
         results = []
         for number, target in enumerate(targets, 1):
             results.append(examine(target, tables))
@@ -775,7 +778,8 @@ def check(op_list, samples: dict | None = None, say: Callable[[str], None] | Non
     if not targets:
         raise UsageError("no custom operator given to check.")
     tables = sample_tables([], samples)
-    return _examine_all(targets, tables, say, ["ops given to check()"], _unmatched(tables, targets))
+    asked = sorted({t.name.partition(".")[0] for t in targets})
+    return _examine_all(targets, tables, say, asked, _unmatched(tables, targets))
 
 
 def assert_clean(op, samples=None) -> DoctorReport:

@@ -31,15 +31,15 @@ def header(report) -> str:
             f"device {e['device']} · {e['date']}")
 
 
-def table(report, width: int = 120) -> str:
-    """The terminal's view: one row per overload, then each finding (shortened, with its fix and docs)."""
+def table(report, width: int = 120, details: bool = True) -> str:
+    """The terminal's view: one row per overload, then (``details``) each finding, shortened, with its fix and docs."""
     rows = [(r.op, MARK[r.verdict], f"{r.seconds:.1f} s", _row_note(r)) for r in report.results]
     first = max([len("op overload")] + [len(r[0]) for r in rows])
     lines = [header(report), "", f"{'op overload':<{first}}  {'verdict':<7}  {'time':>6}  findings / note",
              f"{'-' * first}  {'-' * 7}  {'-' * 6}  {'-' * 16}"]
     room = max(30, width - first - 21)
     lines += [f"{op:<{first}}  {mark:<7}  {seconds:>6}  {_short(note, room)}" for op, mark, seconds, note in rows]
-    for result in report.results:
+    for result in report.results if details else ():
         if result.verdict == "fail":
             lines += ["", *finding_lines(result, full=False)]
     counts = report.counts()
@@ -47,7 +47,7 @@ def table(report, width: int = 120) -> str:
     lines += ["", *[f"warning: {w}" for w in report.warnings],
               f"{counts['pass']} passed, {counts['fail']} with findings, {counts['skip']} skipped (not checked) "
               f"in {report.seconds:.1f} s{warm}."]
-    if counts["fail"]:
+    if counts["fail"] and details:
         lines.append("torch's whole messages: run again with --json or --junit-xml PATH.")
     return "\n".join(lines)
 

@@ -131,6 +131,8 @@ def test_every_module_says_its_job_and_what_it_must_not_do(name):
     ("compile caches", "cache", lambda: cache.enable()),   # conftest's policy: enable() keeps it
     ("a silent wrong result", "tell the compiler a small lie", None),
     ("mutates_args", "what each *wrong* declaration does", None),
+    ("graph breaks", "where `fullgraph` changes what happens to such an op", None),
+    ("fake kernels", "what a fake with the wrong **dtype**", None),
 ])
 def test_a_sentence_that_sends_a_learner_to_a_lesson_names_the_notebook_that_teaches_it(topic, teaches, sentence):
     """The notebook a topic points to promises it in its opening (title, hook, What you will learn)."""
