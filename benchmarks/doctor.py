@@ -1,7 +1,8 @@
 """How long ``labkit doctor`` takes per op overload, with ``torch.library.opcheck``'s time on the same inputs beside it.
 
-    python benchmarks/doctor.py                 # eight small ops of every kind, in a fresh process
+    python benchmarks/doctor.py                 # eight small overloads of every kind, in a fresh process
     python benchmarks/doctor.py --bitsandbytes  # bitsandbytes' CPU ops (where it is installed: a throwaway venv)
+    python benchmarks/doctor.py --cold          # over an empty Inductor cache directory (CI's first run)
 
 Each run is a fresh Python process over the machine's usual Inductor cache directory. It prints one JSON line:
 the Inductor warm-up the doctor pays once (``warmup_s``), the median and the slowest seconds the doctor spent per
@@ -80,14 +81,10 @@ SCENARIO = r"""
 import json, statistics, sys, time
 import torch
 from labkit import doctor
-module, samples_module = sys.argv[1], sys.argv[2] or None
+module = sys.argv[1]
 start = time.perf_counter()
-if samples_module:
-    report = doctor.run([module], say=None)
-else:
-    report = doctor.run([module], say=None)
+report = doctor.run([module], say=None)
 total = time.perf_counter() - start
-tables = doctor.sample_tables([sys.modules[m] for m in [module] if m in sys.modules])
 opcheck = []
 for result in report.results:
     if result.verdict == "skip" or not result.samples:
@@ -114,8 +111,10 @@ print(json.dumps({
 
 def run(module: str, cwd: str) -> dict:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([cwd, str(ROOT), str(ROOT / "tools")]))
+    if "--cold" in sys.argv:
+        env["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="doctor-bench-cache-")
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", SCENARIO, module, ""], capture_output=True, text=True, env=env,
+    done = subprocess.run([sys.executable, "-c", SCENARIO, module], capture_output=True, text=True, env=env,
                           cwd=cwd)
     if done.returncode != 0:
         raise SystemExit(f"the scenario failed:\n{done.stderr[-3000:]}")
@@ -123,6 +122,7 @@ def run(module: str, cwd: str) -> dict:
     result["process_s"] = round(time.perf_counter() - started, 1)
     result["load_before"] = os.getloadavg()[0]
     result["date"] = time.strftime("%Y-%m-%d")
+    result["inductor_cache"] = "empty" if "--cold" in sys.argv else "the machine's"
     return result
 
 
@@ -133,4 +133,4 @@ if __name__ == "__main__":
     else:
         with tempfile.TemporaryDirectory() as folder:
             (pathlib.Path(folder) / "bench_doctor_ops.py").write_text(OPS)
-            print(json.dumps({"scenario": "nine small overloads of every kind", **run("bench_doctor_ops", folder)}))
+            print(json.dumps({"scenario": "eight small overloads of every kind", **run("bench_doctor_ops", folder)}))

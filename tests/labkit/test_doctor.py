@@ -24,11 +24,9 @@ pytest_plugins = ("pytester",)
 OPS = '''
 import torch
 
-@torch.library.custom_op("t::doc_good", mutates_args=())
-def good(x: torch.Tensor, alpha: float) -> torch.Tensor:
-    return x * alpha
-
-good.register_fake(lambda x, alpha: torch.empty_like(x))
+@torch.library.custom_op("t::doc_good", mutates_args=("out",))
+def good(x: torch.Tensor, alpha: float, out: torch.Tensor) -> None:
+    out.copy_(x * alpha)
 
 @torch.library.custom_op("t::doc_lies", mutates_args=())
 def lies(x: torch.Tensor, out: torch.Tensor) -> None:
@@ -40,8 +38,8 @@ def listy(xs: list[torch.Tensor]) -> torch.Tensor:
 
 listy.register_fake(lambda xs: torch.empty_like(xs[0]))
 
-X, OUT = torch.randn(4), torch.zeros(4)
-SAMPLES = {good: [((X, 2.0), {})], "t::doc_lies": lambda: [((X, OUT), {})]}
+X, OUT = torch.arange(4.0), torch.zeros(4)
+SAMPLES = {good: [((X, 2.0, OUT), {})], "t::doc_lies": lambda: [((X, OUT), {})]}
 '''
 
 
@@ -73,10 +71,16 @@ def library_ops():
 
 
 def test_a_module_with_a_correct_a_wrong_and_an_unsampled_op_gets_a_table_json_junit_and_exit_1(tmp_path, capsys):
+    """...and leaves the project's sample tensors, and the caller's random state, as they were."""
     path = _module(tmp_path, "doc_ops", OPS)
     json_path, junit_path = tmp_path / "r.json", tmp_path / "r.xml"
+    random_state = torch.random.get_rng_state()
     status, out, err = _run(capsys, path, "--json", str(json_path), "--junit-xml", str(junit_path))
     assert status == 1, out + err
+    module = sys.modules["doc_ops"]
+    assert torch.equal(module.OUT, torch.zeros(4)) and torch.equal(module.X, torch.arange(4.0)), \
+        "the project's samples are only ever copied"
+    assert torch.equal(torch.random.get_rng_state(), random_state), "the caller's random state is left alone"
     report = json.loads(json_path.read_text())
     verdicts = {r["op"]: r["verdict"] for r in report["results"]}
     assert verdicts == {"t::doc_good.default": "pass", "t::doc_lies.default": "fail", "t::doc_listy.default": "skip"}
@@ -85,6 +89,8 @@ def test_a_module_with_a_correct_a_wrong_and_an_unsampled_op_gets_a_table_json_j
     schema = next(f for f in lies["findings"] if f["check"] == "opcheck:test_schema")
     assert "OpCheckError" in schema["detail"] and schema["docs"].startswith("https://docs.pytorch.org/")
     assert lies["samples"] == [{"source": "SAMPLES", "inputs": "float32[4], float32[4]"}]
+    good = next(r for r in report["results"] if r["op"] == "t::doc_good.default")
+    assert {"opcheck", "compile", "aliasing", "fullgraph", "fake", "cache"} <= set(good["checks_run"])
     assert report["environment"]["torch"] == torch.__version__ and report["environment"]["labkit"]
     listy = next(r for r in report["results"] if r["op"] == "t::doc_listy.default")
     assert "add SAMPLES['t::doc_listy']" in listy["notes"][0], "an op without samples is skipped, saying what to add"
@@ -149,18 +155,6 @@ def test_a_data_dependent_int_result_is_named_as_a_graph_break():
     result = doctor.check(count, samples={count: [((torch.randn(6),), {})]}).results[0]
     assert [f.check for f in result.findings] == ["fullgraph"], result.findings
     assert "output shape depends on input Tensor data" in result.findings[0].problem
-
-
-def test_the_callers_inputs_and_random_state_are_left_as_they_were():
-    @torch.library.custom_op("t::doc_writes", mutates_args=("out",))
-    def writes(x: torch.Tensor, out: torch.Tensor) -> None:
-        out.copy_(x + 1)
-
-    x, out = torch.arange(4.0), torch.zeros(4)
-    state = torch.random.get_rng_state()
-    report = labkit.doctor.assert_clean(writes, [((x, out), {})])
-    assert report.ok and torch.equal(out, torch.zeros(4)) and torch.equal(x, torch.arange(4.0))
-    assert torch.equal(torch.random.get_rng_state(), state)
 
 
 def test_assert_clean_fails_a_test_with_every_finding_in_full():
