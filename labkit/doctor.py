@@ -213,6 +213,9 @@ def import_module(name: str):
         if name.endswith(".py") or "/" in name:
             if not path.is_file():
                 raise UsageError(f"{name}: no such file.")
+            known = sys.modules.get(path.stem)
+            if known is not None and pathlib.Path(getattr(known, "__file__", "") or "").resolve() == path.resolve():
+                return known    # imported before: running it again would register its ops twice
             spec = importlib.util.spec_from_file_location(path.stem, path)
             module = importlib.util.module_from_spec(spec)
             sys.modules[path.stem] = module
@@ -281,7 +284,8 @@ def discover(modules: Iterable[str] = (), namespaces: Iterable[str] = ()) -> tup
     targets: dict[str, Target] = {}
     imported = []
     for name in modules:
-        fresh = name not in sys.modules
+        is_path = name.endswith(".py") or "/" in name
+        fresh = (pathlib.Path(name).stem if is_path else name) not in sys.modules
         before = internals.all_op_names()
         module = import_module(name)
         imported.append(module)
@@ -660,6 +664,8 @@ def examine(target: Target, tables: list[dict]) -> OpResult:
             notes += [n for n in step_notes if n not in notes]
     checks_run.append("cache")
     notes += _cache_note(name)
+    if any(f.check == "fullgraph" for f in findings):   # audit's note on the break: the finding now names it
+        notes = [n for n in notes if GRAPH_BREAK_NOTE not in n]
     findings = [_with_learn_more(f) for f in _unique(findings)]
     return OpResult(name, schema, target.found_in, FAIL if findings else PASS, findings, samples, checks_run,
                     notes, time.perf_counter() - start)
