@@ -13,7 +13,8 @@ The core (UI-free, tested against real torch), each module one job, lowest first
 * :mod:`labkit.naming`   — the one-name-or-two experiment under each cache policy.
 * :mod:`labkit.auditing` — ``labkit.audit(op, *inputs)``; :mod:`labkit.checks` — opcheck as data.
 * :mod:`labkit.doctor`   — ``labkit doctor mypkg.ops``: audit and more on every op a project registers, for its CI
-  (:mod:`labkit.doctor_report` writes its table, JSON, JUnit XML; :mod:`labkit.pytest_plugin`, its pytest items).
+  (a package of one-job modules; :mod:`labkit.doctor.formats` writes its table, JSON, JUnit XML;
+  :mod:`labkit.pytest_plugin`, its pytest items).
 * :mod:`labkit.env`      — device, versions, the too-old-torch gate.
 * :mod:`labkit.recordings` — GPU recordings and whether this kernel's code is the code that made them.
 

@@ -7,7 +7,7 @@ Exit status: 0 when every op examined is clean, 1 on a finding, 2 on bad usage (
 one that registers no op, an unknown option), said in one sentence without a traceback. Progress lines go to
 stderr; the table (or, with ``--json`` alone, the JSON) to stdout.
 
-Not here: the doctor itself (:mod:`labkit.doctor`) and how a report is written (:mod:`labkit.doctor_report`).
+Not here: the doctor itself (:mod:`labkit.doctor`) and how a report is written (:mod:`labkit.doctor.formats`).
 """
 
 from __future__ import annotations
@@ -56,9 +56,9 @@ def doctor(argv: list[str] | None = None) -> int:
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())   # as python -m does: the project's own modules import from its folder
     from . import doctor as doctor_module
-    from . import doctor_report
+    from .doctor import formats
 
-    say = None if args.quiet else doctor_module._say_to_stderr
+    say = None if args.quiet else doctor_module.say_to_stderr
     try:
         extra = [doctor_module.import_module(name) for name in args.samples]
         samples = {}
@@ -72,13 +72,13 @@ def doctor(argv: list[str] | None = None) -> int:
         print(f"labkit doctor: {problem}", file=sys.stderr)
         return USAGE_ERROR
     if args.json == "-":
-        sys.stdout.write(doctor_report.to_json(report))
+        sys.stdout.write(formats.to_json(report))
     else:
-        print(doctor_report.table(report))
+        print(formats.table(report))
         if args.json:
-            pathlib.Path(args.json).write_text(doctor_report.to_json(report))
+            pathlib.Path(args.json).write_text(formats.to_json(report))
     if args.junit_xml:
-        pathlib.Path(args.junit_xml).write_text(doctor_report.junit_xml(report))
+        pathlib.Path(args.junit_xml).write_text(formats.junit_xml(report))
     return report.exit_status
 
 

@@ -10,7 +10,7 @@ warm-up, once, with a line on the terminal.
 For a project's own test: the ``labkit_doctor`` fixture is :func:`labkit.doctor.assert_clean`
 (``labkit_doctor(my_op, [((torch.randn(4),), {})])`` raises AssertionError with the report).
 
-Not here: what is checked (:mod:`labkit.doctor`) and how a finding is written (:mod:`labkit.doctor_report`).
+Not here: what is checked (:mod:`labkit.doctor`) and how a finding is written (:mod:`labkit.doctor.formats`).
 """
 
 from __future__ import annotations
@@ -55,9 +55,9 @@ class DoctorItem(pytest.Item):
         if result.verdict == doctor.SKIP:
             pytest.skip(result.notes[0] if result.notes else "not checked")
         if result.verdict == doctor.FAIL:
-            from . import doctor_report
+            from .doctor import formats
 
-            raise DoctorFailure(doctor_report.failure_text(report))
+            raise DoctorFailure(formats.failure_text(report))
 
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, DoctorFailure):

@@ -1,6 +1,7 @@
-"""labkit doctor (labkit/doctor.py, its report labkit/doctor_report.py, the command line labkit/__main__.py and the
-pytest plugin labkit/pytest_plugin.py) on small ops these tests declare: a correct one, each kind of wrong one,
-several overloads, and the hostile inputs a project can give it, each answered in one sentence.
+"""labkit doctor (the package labkit/doctor/, its report written by labkit/doctor/formats.py, the command line
+labkit/__main__.py and the pytest plugin labkit/pytest_plugin.py) on small ops these tests declare: a correct one,
+each kind of wrong one, several overloads, and the hostile inputs a project can give it, each answered in one
+sentence.
 
 Each module is written to a temporary folder and examined from there, as a project's would be. The slow proof on
 a real package is tests/labkit/test_doctor_third_party.py.
@@ -16,7 +17,8 @@ import pytest
 import torch
 
 import labkit
-from labkit import doctor, doctor_report
+from labkit import doctor
+from labkit.doctor import formats
 from labkit.__main__ import main
 
 pytest_plugins = ("pytester",)
@@ -216,5 +218,5 @@ def test_the_report_shortens_torchs_message_on_the_terminal_only():
                              ["compile"], [], 0.1)
     report = doctor.DoctorReport(["m"], doctor.environment(), [result], [], None, 0.1)
     assert len(max(report.table().splitlines(), key=len)) < 300
-    assert "y" * 5000 in doctor_report.to_json(report) and "y" * 5000 in doctor_report.junit_xml(report)
+    assert "y" * 5000 in formats.to_json(report) and "y" * 5000 in formats.junit_xml(report)
     assert "int8[2], 'nf4', None, out=float32[1]" in report.table()

@@ -4,8 +4,8 @@ Each form is fit for a bug report: torch's and labkit's versions, the device, ea
 values), each finding with its fix in torch's terms and the official page. The terminal shortens torch's message
 and says where the whole one is (``--json``, ``--junit-xml``); those two carry it in full.
 
-Not here: running anything (:mod:`labkit.doctor`), and the command line. Reads a report's attributes only; imports
-nothing of labkit's.
+Not here: what a report holds (:mod:`labkit.doctor.report`), running anything (:mod:`labkit.doctor.running`), and
+the command line. Reads a report's attributes only; imports nothing of labkit's.
 """
 
 from __future__ import annotations
