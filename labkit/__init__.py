@@ -12,6 +12,9 @@ The core (UI-free, tested against real torch), each module one job, lowest first
 * :mod:`labkit.stages`   — ``compile_and_compare``: runs a function eagerly and compiled with the above.
 * :mod:`labkit.naming`   — the one-name-or-two experiment under each cache policy.
 * :mod:`labkit.auditing` — ``labkit.audit(op, *inputs)``; :mod:`labkit.checks` — opcheck as data.
+* :mod:`labkit.doctor`   — ``labkit doctor mypkg.ops``: audit and more on every op a project registers, for its CI
+  (a package of one-job modules; :mod:`labkit.doctor.formats` writes its table, JSON, JUnit XML;
+  :mod:`labkit.pytest_plugin`, its pytest items).
 * :mod:`labkit.env`      — device, versions, the too-old-torch gate.
 * :mod:`labkit.recordings` — GPU recordings and whether this kernel's code is the code that made them.
 
@@ -54,7 +57,7 @@ from .stages import StageReport, compile_and_compare  # noqa: E402
 recordings.listen()  # which GPU cells' code ran (IPython's hooks; nothing in torch)
 
 # Imported on first use: ipywidgets is heavy, and the cache demo's subprocesses never need it.
-_LAZY_MODULES = ("widgets", "cache_demo", "preflight", "pictures")
+_LAZY_MODULES = ("widgets", "cache_demo", "preflight", "pictures", "doctor")
 
 
 def __getattr__(name):
@@ -69,7 +72,7 @@ __all__ = [
     "compile_and_compare", "torch_logs", "StageReport", "TorchError", "show", "summary", "text", "draw_fate", "setup",
     "show_gpu_recording", "recordings",
     "audit", "auditing", "cache", "cache_demo", "checks", "env", "exercises", "experiments", "naming", "ops", "render",
-    "stages", "warmup", "widgets", "pictures", "TorchTooOld", "check_torch",
+    "stages", "warmup", "widgets", "pictures", "doctor", "TorchTooOld", "check_torch",
 ]
 
 

@@ -695,3 +695,42 @@ def inductor_keeps_input_mutations() -> bool:
 def current_overload_of(opdef) -> torch._ops.OpOverload | None:
     """The default overload ``torch.ops`` hands out for a ``CustomOpDef`` now (after a re-declaration, a new one)."""
     return find_overload(opdef._qualname)
+
+
+# --- what the doctor reads: every op torch knows, and a schema's arguments ------------------------------
+
+
+def all_op_names() -> set[str]:
+    """``"ns::name"`` (the default overload) and ``"ns::name.overload"`` of every op the dispatcher holds now:
+    Python-defined and C++ (``TORCH_LIBRARY``) alike (``torch._C._dispatch_get_all_op_names``)."""
+    return set(torch._C._dispatch_get_all_op_names())
+
+
+def overload_names(qualname: str) -> list[str]:
+    """The overload names of ``torch.ops.<ns>.<name>`` (``["default", "out"]``); [] when there is no such op."""
+    namespace, _, name = qualname.partition("::")
+    packet = _lookup_packet(namespace, name)
+    try:
+        return list(packet.overloads()) if packet is not None else []
+    except (AttributeError, RuntimeError):
+        return []
+
+
+def schema_arguments(overload) -> list[tuple[str, str, bool, bool]]:
+    """Each argument of the overload's schema: ``(name, type as the schema spells it, has a default, keyword-only)``,
+    e.g. ``("x", "Tensor", False, False)``, ``("alpha", "float", True, True)``."""
+    return [(a.name, str(a.type), a.has_default_value(), a.kwarg_only) for a in overload._schema.arguments]
+
+
+def op_key(value) -> str | None:
+    """The name a CustomOpDef, ``torch.ops.ns.name`` (a packet) or an overload stands for: ``"ns::name"`` for the
+    first two, ``"ns::name.overload"`` for an overload; None for anything else. Reads no dispatcher state."""
+    from torch._library.custom_ops import CustomOpDef
+
+    if isinstance(value, CustomOpDef):
+        return value._qualname
+    if isinstance(value, torch._ops.OpOverloadPacket):
+        return value._qualified_op_name
+    if isinstance(value, torch._ops.OpOverload):
+        return f"{value._schema.name}.{value._overloadname}"
+    return None

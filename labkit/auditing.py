@@ -111,6 +111,7 @@ class Finding:
     why: str
     fix: str
     compiled: str = ""  # what torch.compile got wrong because of it, where this audit saw it happen
+    detail: str = ""    # torch's whole message, where ``problem`` quotes it shortened (a bug report wants it all)
 
     def __str__(self):
         text = f"[{self.check}] {self.problem}\n    why: {self.why}\n    fix: {self.fix}"
@@ -203,7 +204,7 @@ def _declaration_findings(overload, call: _Call) -> list[Finding]:
         fix = ("return a new tensor (e.g. x.clone()), or on torch >= 2.13 tag an in-place op with "
                "tags=torch.Tag.inplace" if problem.kind == "alias_return" else "make the op run eagerly first")
         return [Finding(EAGER, f"calling the op raised {problem.type_name}: {problem.message}",
-                        "an op that fails eagerly cannot be compiled either", fix)]
+                        "an op that fails eagerly cannot be compiled either", fix, detail=problem.full)]
     pairs = zip(call.named(overload), after.named(overload))
     written = {name for (name, before), (_, now) in pairs if _changed(before, now)}
     declared = internals.written_args(overload) & {name for name, value in call.named(overload) if _tensors_in(value)}
@@ -272,7 +273,7 @@ def _holds_nan(value) -> bool:
 def _opcheck_findings(overload, call: _Call) -> list[Finding]:
     nan_inputs = [name for name, value in call.named(overload) if _holds_nan(value)]
     findings = []
-    for test, outcome in checks.opcheck(overload, call.args, kwargs=call.kwargs).items():
+    for test, (outcome, detail) in checks.opcheck_details(overload, call.args, kwargs=call.kwargs).items():
         if outcome != "ok":
             unsupported = re.search(r"not implemented for '(\w+)'", outcome)
             if unsupported:  # the op ran eagerly on these inputs: what failed is opcheck's own work around it
@@ -286,7 +287,7 @@ def _opcheck_findings(overload, call: _Call) -> list[Finding]:
             if nan_inputs and "are different" in outcome:
                 fix = (f"first rerun on inputs without NaN: {', '.join(nan_inputs)} holds NaN, and opcheck "
                        f"compares outputs with NaN != NaN, so this can be a false alarm")
-            findings.append(Finding(f"{OPCHECK}:{test}", outcome[len("FAIL: "):], why, fix))
+            findings.append(Finding(f"{OPCHECK}:{test}", outcome[len("FAIL: "):], why, fix, detail=detail))
     return findings
 
 
@@ -301,6 +302,7 @@ def _compile_findings(overload, call: _Call) -> list[Finding]:
     discards_result.__signature__ = _signature(names)  # verdicts name the op's arguments
 
     failures: dict[str, list[str]] = {}
+    details: dict[str, str] = {}   # each compile error's whole message, as torch raised it
     qualname, held = internals.qualname_of(overload), []
     for backend, dynamic in COMPILE_MODES:
         report = compile_and_compare(discards_result, *values, backend=backend, dynamic=dynamic)
@@ -309,12 +311,14 @@ def _compile_findings(overload, call: _Call) -> list[Finding]:
         if report.error is not None:
             problem = f"torch.compile raised {report.error.type_name}: {report.error.message}"
             failures.setdefault(problem, []).append(label)
+            details.setdefault(problem, report.error.full)
         elif report.verdict is not None and not report.verdict.agree:
             problem = f"compiled result differs from eager: {'; '.join(report.verdict.problems)}"
             failures.setdefault(problem, []).append(label)
     found = [Finding(COMPILE, f"{problem} ({' / '.join(labels)})",
                      "this is what a user of the op would see under torch.compile",
-                     "fix the declaration findings; a compile error usually means a missing or wrong fake kernel")
+                     "fix the declaration findings; a compile error usually means a missing or wrong fake kernel",
+                     detail=details.get(problem, ""))
              for problem, labels in failures.items()]
     torch_own = qualname.partition("::")[0] in TORCH_OP_NAMESPACES
     if not failures and not any(held) and not torch_own:   # torch's own ops are not counted by name

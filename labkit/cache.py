@@ -59,13 +59,10 @@ _state = {
 }
 
 
-def fingerprint() -> str:
-    """A short hash of the declaration of every live op defined from Python, labkit's or not.
-
-    Covers ``custom_op``, ``Library(ns, "DEF" | "FRAGMENT").define`` + ``impl`` and
-    ``torch.library.define``, with ``register_fake`` and effects, in every namespace but torch's own.
-    """
-    parts = []
+def _declarations() -> dict[str, str]:
+    """What the fingerprint hashes: each live Python-defined op outside torch's namespaces, ``"ns::name.overload"``
+    -> its declaration (schema, fake kernel or not, purity, tags) as one line."""
+    parts = {}
     for name in internals.python_defined_op_names():
         if name.partition("::")[0] in TORCH_OP_NAMESPACES:
             continue
@@ -73,13 +70,29 @@ def fingerprint() -> str:
         overload = internals.find_overload(qualname, overload_name or "default")
         if overload is None:
             continue  # its registration was destroyed since
-        parts.append("|".join([
+        parts[f"{qualname}.{overload_name or 'default'}"] = "|".join([
             internals.schema_of(overload),
             f"fake={internals.has_fake_impl(name)}",
             f"impure={internals.is_impure(overload)}",
             f"tags={sorted(str(t) for t in overload.tags)}",
-        ]))
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+        ])
+    return parts
+
+
+def fingerprint() -> str:
+    """A short hash of the declaration of every live op defined from Python, labkit's or not.
+
+    Covers ``custom_op``, ``Library(ns, "DEF" | "FRAGMENT").define`` + ``impl`` and
+    ``torch.library.define``, with ``register_fake`` and effects, in every namespace but torch's own.
+    """
+    return hashlib.sha256("\n".join(_declarations().values()).encode()).hexdigest()[:16]
+
+
+def covers(name: str) -> bool:
+    """Whether the fingerprint hashes the declaration of ``name`` (``"ns::name.overload"``): then a changed schema,
+    fake kernel registration, effect or tag of that overload changes every cache key under ``"fingerprinted"``."""
+    qualname, _, overload_name = name.partition(".")
+    return f"{qualname}.{overload_name or 'default'}" in _declarations()
 
 
 def _users_part(tag: str) -> str:

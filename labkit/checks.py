@@ -56,6 +56,12 @@ def opcheck(op, args: tuple, tests=OPCHECK_TESTS, kwargs: dict | None = None) ->
     Raises :class:`labkit.ops.StaleOpError` for a stale handle and LabOpError for a non-op:
     running torch's tests on those would crash or mislead.
     """
+    return {test: outcome for test, (outcome, _) in opcheck_details(op, args, tests, kwargs).items()}
+
+
+def opcheck_details(op, args: tuple, tests=OPCHECK_TESTS, kwargs: dict | None = None) -> dict[str, tuple[str, str]]:
+    """As :func:`opcheck`, each test's outcome with torch's whole message beside it (``""`` for ``"ok"``):
+    ``{"test_schema": ("FAIL: <torch's reason>", "<the error as torch raised it, every line>")}``."""
     overload = live_overload(op)
     if overload is None:
         raise LabOpError(f"opcheck needs a custom operator (a labkit.declare handle, the object custom_op "
@@ -69,9 +75,9 @@ def opcheck(op, args: tuple, tests=OPCHECK_TESTS, kwargs: dict | None = None) ->
         *copies, kwarg_copies = copy_inputs((*args, dict(kwargs or {})))
         try:
             torch.library.opcheck(overload, tuple(copies), kwarg_copies, test_utils=test)
-            results[test] = "ok"
+            results[test] = ("ok", "")
         except Exception as error:  # noqa: BLE001 - a failing check is the data we want
-            results[test] = "FAIL: " + _first_sentence(error)
+            results[test] = ("FAIL: " + _first_sentence(error), f"{type(error).__name__}: {error}")
     return results
 
 

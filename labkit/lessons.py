@@ -21,6 +21,8 @@ LESSONS = {
     "mutates_args": ("02_mutates_args", "`mutates_args`"),
     "compile caches": ("04_names_and_caches", "Names and compile caches"),
     "effects": ("05_dce_and_dynamic_shapes", "Dead-code elimination and dynamic shapes"),
+    "graph breaks": ("07_data_dependent_shapes", "Data-dependent shapes"),
+    "fake kernels": ("10_beyond_the_shape", "Beyond the shape"),
 }
 # END lessons
 

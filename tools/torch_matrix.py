@@ -2,6 +2,7 @@
 
     python tools/torch_matrix.py 2.11.0 2.13.0 2.15.0 --colab
     python tools/torch_matrix.py 2.12.1 --keep-venvs --venv-root /scratch/venvs
+    python tools/torch_matrix.py 2.11.0 2.13.0 --doctor mypkg.ops --doctor-pip mypkg==1.2 [--doctor-out r.json]
 
 For each release: a throwaway virtual environment (under --venv-root, deleted afterwards
 unless --keep-venvs; one that already holds that torch is reused), that torch from PyPI
@@ -10,6 +11,11 @@ the lab's requirements, nbval and labkit; then every notebook under ``pytest --n
 from an empty Inductor cache, and a probe of the behaviours the lessons depend on.
 ``--colab`` adds the Colab row: Python 3.13, torch 2.11.0, ipywidgets 7.7.1 and labkit
 installed with ``--no-deps``, as the notebooks' Colab cell does.
+
+``--doctor MODULE`` runs ``labkit doctor MODULE`` instead of the notebooks, in each release's environment (plus
+the packages of ``--doctor-pip``, installed with that torch pinned as a constraint so they cannot move it), and
+prints one row per release: the doctor's exit status and verdicts, and the ops with findings; ``--doctor-out``
+writes every release's JSON report to one file. It writes nothing under docs/.
 
 Results accumulate in docs/torch-versions.json (one entry per row, replaced when re-run);
 docs/torch-versions.md is rewritten from it, and labkit's CHECKED_ON must match the releases
@@ -417,6 +423,59 @@ def run_row(label: str, torch_version: str, python: str, colab: bool, venv_root:
     return row
 
 
+def run_doctor_row(torch_version: str, python: str, venv_root: Path, keep: bool, module: str, pip_specs: list[str],
+                   cwd: Path) -> dict:
+    """``labkit doctor MODULE --json`` in a fresh environment with this torch (and the project's packages): one row."""
+    venv = venv_for(torch_version, python, False, venv_root)
+    log_path = Path(tempfile.gettempdir()) / f"torch-matrix-doctor-{venv.name}.log"
+    row = {"torch": torch_version, "date": time.strftime("%Y-%m-%d"), "log": str(log_path)}
+    with open(log_path, "w") as log:
+        print(f"[doctor {torch_version}] installing into {venv} (log: {log_path})", flush=True)
+        ok = install(venv, python, torch_version, False, log)
+        if ok and pip_specs:
+            with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as pin:
+                pin.write(f"torch=={torch_version}\n")   # the project's packages must not move this torch
+            ok = sh([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                     "-c", pin.name, *pip_specs], log, env=dict(os.environ, PIP_CONSTRAINT="/dev/null")) == 0
+            os.unlink(pin.name)
+        row["torch_build"] = installed_torch(venv)
+        if not ok or not (row["torch_build"] or "").startswith(torch_version):
+            row["result"] = f"install failed (torch {row['torch_build']})"
+            print(f"[doctor {torch_version}] {row['result']}", flush=True)
+            return row
+        with cold_dirs() as (work_dir, env):
+            out = Path(work_dir) / "doctor.json"
+            env["PYTHONPATH"] = str(cwd)
+            print(f"[doctor {torch_version}] labkit doctor {module} (cold Inductor cache)", flush=True)
+            status = sh([str(venv / "bin" / "python"), "-m", "labkit", "doctor", module, "--json", str(out)], log,
+                        env=env, cwd=cwd)
+            report = json.loads(out.read_text()) if out.exists() else None
+    if not keep:
+        shutil.rmtree(venv, ignore_errors=True)
+    row["exit_status"] = status
+    if report is None:
+        row["result"] = f"the doctor wrote no report (exit {status}: see the log)"
+    else:
+        row["counts"] = report["counts"]
+        row["findings"] = {r["op"]: sorted({f["check"] for f in r["findings"]}) for r in report["results"]
+                           if r["verdict"] == "fail"}
+        row["report"] = report
+        row["result"] = "clean" if status == 0 else "findings"
+    print(f"[doctor {torch_version}] {row['result']}", flush=True)
+    return row
+
+
+def doctor_table(rows: list[dict]) -> str:
+    lines = ["| torch | exit | passed / with findings / skipped | ops with findings |", "|---|---|---|---|"]
+    for row in rows:
+        counts = row.get("counts", {})
+        found = "; ".join(f"`{op}`: {', '.join(checks)}" for op, checks in row.get("findings", {}).items())
+        lines.append(f"| {row.get('torch_build') or row['torch']} | {row.get('exit_status', '—')} | "
+                     f"{counts.get('pass', '—')} / {counts.get('fail', '—')} / {counts.get('skip', '—')} | "
+                     f"{found or row['result']} |")
+    return "\n".join(lines)
+
+
 def load() -> list[dict]:
     return json.loads(RESULTS.read_text()) if RESULTS.exists() else []
 
@@ -521,7 +580,24 @@ def main() -> None:
     parser.add_argument("--table-only", action="store_true", help="rewrite the table from the JSON, run nothing")
     parser.add_argument("--probes-only", action="store_true",
                         help="re-run only the behaviour probes of the named rows, in their kept environments")
+    parser.add_argument("--doctor", metavar="MODULE",
+                        help="run labkit doctor MODULE per release instead of the notebooks (writes nothing in docs/)")
+    parser.add_argument("--doctor-pip", action="append", default=[], metavar="SPEC",
+                        help="a package the doctor's module needs (pip spec), installed with torch pinned; repeatable")
+    parser.add_argument("--doctor-cwd", type=Path, default=Path.cwd(),
+                        help="the folder the doctor runs in (the project's root; default: here)")
+    parser.add_argument("--doctor-out", type=Path, help="write every release's doctor report (JSON) to this file")
     args = parser.parse_args()
+    if args.doctor:
+        if not args.versions:
+            parser.error("--doctor: name the torch releases to run it on, e.g. 2.11.0 2.13.0")
+        args.venv_root.mkdir(parents=True, exist_ok=True)
+        rows = [run_doctor_row(v, args.python, args.venv_root, args.keep_venvs, args.doctor, args.doctor_pip,
+                               args.doctor_cwd.resolve()) for v in args.versions]
+        if args.doctor_out:
+            args.doctor_out.write_text(json.dumps(rows, indent=1) + "\n")
+        print(doctor_table(rows))
+        raise SystemExit(0 if all(r.get("exit_status") == 0 for r in rows) else 1)
     if not args.versions and not args.colab and not args.table_only:
         parser.error("name at least one torch release, or --colab, or --table-only")
     args.venv_root.mkdir(parents=True, exist_ok=True)

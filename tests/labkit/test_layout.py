@@ -3,6 +3,9 @@
 These hold the restructuring of issue 33 in place: the helpers stages.py used to hold live in graphs, errors,
 compare and state (and stay importable from stages); the private-torch adapter holds no labkit policy;
 widgets build no HTML; no library sentence names a notebook by number; an audit check is one entry.
+
+A subpackage's modules are modules too, named by their dotted path under labkit (``doctor.report``; its
+``__init__.py`` is ``doctor``): the same rules hold for them.
 """
 
 import ast
@@ -17,19 +20,46 @@ from labkit import _torch_internals as internals
 from labkit import auditing, cache, compare, errors, graphs, lessons, ops, stages, state
 
 LABKIT = pathlib.Path(labkit.__file__).parent
-MODULES = sorted(p.stem for p in LABKIT.glob("*.py"))
+
+
+def _module_name(path: pathlib.Path) -> str:
+    """``labkit/auditing.py`` -> ``auditing``; ``labkit/doctor/report.py`` -> ``doctor.report``;
+    ``labkit/doctor/__init__.py`` -> ``doctor`` (labkit's own ``__init__.py`` stays ``__init__``)."""
+    parts = path.relative_to(LABKIT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" and len(parts) > 1 else parts)
+
+
+MODULES = sorted(_module_name(p) for p in LABKIT.rglob("*.py"))
 LOW = ("graphs", "errors", "compare", "state")  # the jobs stages.py used to hold
 
 
+def _path(name: str) -> pathlib.Path:
+    """The file of a module of :data:`MODULES`."""
+    folder = LABKIT.joinpath(*name.split("."))
+    return folder / "__init__.py" if folder.is_dir() else folder.with_suffix(".py")
+
+
 def _labkit_imports(name: str) -> set[str]:
-    """The labkit modules ``labkit/<name>.py`` imports, at module level or inside a function."""
-    tree = ast.parse((LABKIT / f"{name}.py").read_text())
+    """The labkit modules ``name``'s file imports, at module level or inside a function: each import resolved to
+    the deepest module of :data:`MODULES` it names (``from .doctor import formats`` -> ``doctor.formats``,
+    ``from .doctor import check`` -> ``doctor``, ``from .. import cache`` inside the doctor -> ``cache``)."""
+    path = _path(name)
+    package = list(path.relative_to(LABKIT).parent.parts)
     found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.level == 1:
-            found |= {node.module.split(".")[0]} if node.module else {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("labkit."):
-            found.add(node.module.split(".")[1])
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        if node.level:
+            base = package[:len(package) - node.level + 1] + (node.module.split(".") if node.module else [])
+        elif (node.module or "").startswith("labkit."):
+            base = node.module.split(".")[1:]
+        else:
+            continue
+        for alias in node.names:
+            parts = base + [alias.name]
+            while parts and ".".join(parts) not in MODULES:
+                parts.pop()
+            found |= {".".join(parts)} if parts else set()
     return found & set(MODULES)
 
 
@@ -57,7 +87,7 @@ def test_a_low_module_does_not_import_the_orchestration(name):
     assert not _labkit_imports(name) & {"stages", "auditing", "experiments", "render", "widgets"}
 
 
-@pytest.mark.parametrize("name", ["_torch_internals", "describe", "errors", "lessons"])
+@pytest.mark.parametrize("name", ["_torch_internals", "describe", "errors", "lessons", "doctor.formats"])
 def test_the_bottom_modules_import_nothing_of_labkits(name):
     assert _labkit_imports(name) == set()
 
@@ -136,9 +166,10 @@ def _numbered(text: str) -> list[str]:
 
 @pytest.mark.parametrize("name", MODULES)
 def test_no_library_module_names_a_notebook_by_number(name):
-    found = _numbered((LABKIT / f"{name}.py").read_text())
-    assert not found, (f"labkit/{name}.py names notebooks by number ({found}): name the topic, or take the number "
-                       "from labkit.lessons.notebook_about(topic); where a notebook shows something goes in tools/")
+    found = _numbered(_path(name).read_text())
+    assert not found, (f"labkit/{_path(name).relative_to(LABKIT)} names notebooks by number ({found}): name the "
+                       "topic, or take the number from labkit.lessons.notebook_about(topic); where a notebook shows "
+                       "something goes in tools/")
 
 
 def test_the_notebook_number_rule_sees_a_stem_a_sentence_and_a_header_but_not_the_generated_registry():
@@ -150,8 +181,9 @@ def test_the_notebook_number_rule_sees_a_stem_a_sentence_and_a_header_but_not_th
 
 @pytest.mark.parametrize("name", MODULES)
 def test_every_module_says_its_job_and_what_it_must_not_do(name):
-    doc = ast.get_docstring(ast.parse((LABKIT / f"{name}.py").read_text())) or ""
-    assert doc.strip() and "Not here:" in doc, f"labkit/{name}.py's docstring must say its job and 'Not here: ...'"
+    doc = ast.get_docstring(ast.parse(_path(name).read_text())) or ""
+    assert doc.strip() and "Not here:" in doc, (f"labkit/{_path(name).relative_to(LABKIT)}'s docstring must say its "
+                                                "job and 'Not here: ...'")
 
 
 @pytest.mark.parametrize("topic,teaches,sentence", [
@@ -159,6 +191,8 @@ def test_every_module_says_its_job_and_what_it_must_not_do(name):
     ("compile caches", "cache", lambda: cache.enable()),   # conftest's policy: enable() keeps it
     ("a silent wrong result", "tell the compiler a small lie", None),
     ("mutates_args", "what each *wrong* declaration does", None),
+    ("graph breaks", "where `fullgraph` changes what happens to such an op", None),
+    ("fake kernels", "what a fake with the wrong **dtype**", None),
 ])
 def test_a_sentence_that_sends_a_learner_to_a_lesson_names_the_notebook_that_teaches_it(topic, teaches, sentence):
     """The notebook a topic points to promises it in its opening (title, hook, What you will learn)."""

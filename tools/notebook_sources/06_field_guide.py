@@ -478,6 +478,44 @@ for word in ("auto_functionalized_v2", "copy_", "with_effects"):
     assert word in graph_text, f"the AOT graph contains {word}"
 
 # %% [markdown]
+# ## 5. Take it home: `labkit doctor`
+#
+# One command does this notebook's checks on a whole package, for its CI: `python -m labkit doctor mypkg.ops`
+# finds every op the module registers and examines each overload on the inputs of a module-level
+# `SAMPLES = {op: [(args, kwargs)]}`: everything `audit` runs, plus `fullgraph=True`, the fake kernel on a second
+# dtype and device, and the cache fingerprint. It exits 1 on a finding; `--junit-xml` and
+# `pytest --labkit-doctor mypkg.ops` feed CI. From Python, `labkit.doctor.check` does the same. The capstone's ops,
+# as first declared:
+
+# %% tags=["nbval-ignore-output"]
+def doctor_on(declarations):
+    ops = {name: labkit.declare(name=f"nb06::{name}", **fields) for name, fields in declarations.items()}
+    return labkit.doctor.check(ops, samples={op: [(samples[name], {})] for name, op in ops.items()})
+
+before = doctor_on(CAPSTONE_BUGGY)
+print(before.table(details=False))
+
+# %% tags=["check"]
+#@title Check: the doctor fails update_stats and scale, and passes the logger it cannot see into
+assert before.exit_status == 1, "a finding: the command would exit 1"
+assert "declaration" in {f.check for f in before.result("nb06::update_stats").findings}, "the undeclared write"
+assert "opcheck:test_faketensor" in {f.check for f in before.result("nb06::scale").findings}, "no fake kernel"
+assert before.result("nb06::log_activations").verdict == "pass", "a Python side effect is invisible to it too"
+
+# %% [markdown]
+# With the exercise's three fixes:
+
+# %% tags=["nbval-ignore-output"]
+after = doctor_on({name: dict(fields, **right[name]) for name, fields in CAPSTONE_BUGGY.items()})
+print(after.table(details=False))
+
+# %% tags=["check"]
+#@title Check: the fixed ops pass, every check run
+assert after.exit_status == 0, "clean: the command would exit 0"
+for result in after.results:
+    assert {"opcheck", "compile", "fullgraph", "fake"} <= set(result.checks_run), f"{result.op}: every check ran"
+
+# %% [markdown]
 # ## What to remember
 #
 # - Before shipping a custom op, run `torch.library.opcheck` — or `labkit.audit`, which adds the compile checks —

@@ -1,0 +1,42 @@
+"""``labkit doctor``: audit every custom op a project registers, the way its CI can run it.
+
+:func:`run` imports the project's module(s), finds each operator they registered (``custom_op``, ``triton_op``,
+``torch.library.define`` / ``Library(...).define``: whatever the dispatcher holds after the import that it did
+not hold before, plus any C++ op of a namespace named with ``namespaces=``), takes sample inputs from the project
+(a module-level ``SAMPLES``, :func:`samples_for`) and checks each overload separately:
+
+1. everything :func:`labkit.audit` checks (its :data:`labkit.auditing.CHECKS`: the kernel against its
+   declaration, every opcheck test, eager vs compiled with aot_eager and Inductor, static and dynamic, and the
+   clone passed in another argument's place, pytorch #198031);
+2. ``fullgraph=True``, so that a graph break is named instead of passed;
+3. the fake kernel on a second dtype and on the meta device (a fake must follow its inputs' dtype and device);
+4. whether labkit's cache fingerprint covers the op's declaration (torch's own keys do not: pytorch #187319).
+
+Steps 2-4 are the doctor's own (:data:`STEPS`): audit's learners meet them in lessons instead. :func:`check` does
+the same on ops given as objects (a notebook's, a test's). Nothing here raises at the project: a failing op, a
+failing sample or a failing step is a finding; what cannot be used at all (a module that does not import, one that
+registers no op) is one sentence, :class:`UsageError`. The caller's sample inputs are only ever copied.
+
+Its modules, each one job, lowest first: :mod:`~labkit.doctor.formats` (a report as a terminal table, JSON, JUnit
+XML), :mod:`~labkit.doctor.report` (what a report holds), :mod:`~labkit.doctor.links` (each kind of finding's
+official page and lesson), :mod:`~labkit.doctor.discovery` (finding the ops), :mod:`~labkit.doctor.samples` (their
+inputs), :mod:`~labkit.doctor.steps` (the doctor's own steps after audit), :mod:`~labkit.doctor.examining` (one
+overload, into one result) and :mod:`~labkit.doctor.running` (a run: :func:`run`, :func:`check`,
+:func:`assert_clean`).
+
+Not here: any of that work (this file gathers the public names), the command line (:mod:`labkit.__main__`),
+pytest's items (:mod:`labkit.pytest_plugin`), and private torch.
+"""
+
+from .discovery import Target, UsageError, discover, import_module
+from .examining import examine
+from .report import FAIL, PASS, SKIP, DoctorReport, Finding, OpResult, Sample, describe_value, environment
+from .running import assert_clean, check, examine_in_report, run, say_to_stderr
+from .samples import sample_tables, samples_for
+from .steps import STEPS, Step
+
+__all__ = ["run", "check", "assert_clean", "discover", "examine", "DoctorReport", "OpResult", "Finding", "Sample",
+           "UsageError", "STEPS",
+           # also used by labkit's command line and pytest plugin, and named in the docs
+           "Step", "Target", "import_module", "samples_for", "sample_tables", "examine_in_report", "say_to_stderr",
+           "describe_value", "environment", "PASS", "FAIL", "SKIP"]

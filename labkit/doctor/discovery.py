@@ -1,0 +1,170 @@
+"""Finding the ops to examine: import the project's module(s) (:func:`import_module`, a dotted name or a ``.py``
+path), then every overload they registered on import, hold in their globals or name in their ``SAMPLES``, and every
+op of a namespace asked for (C++ ops): :func:`discover`. Also how an op object or a SAMPLES key is named
+(:func:`op_name`, :func:`full_name`: ``"ns::name.overload"``), and :class:`UsageError`, the one sentence for what
+cannot be examined at all.
+
+Not here: the ops' inputs (:mod:`labkit.doctor.samples`), examining them (:mod:`labkit.doctor.examining`), and
+private torch (the dispatcher is read through :mod:`labkit._torch_internals`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import importlib.util
+import pathlib
+import sys
+import traceback
+from typing import Any, Iterable
+
+from .. import _torch_internals as internals
+from .. import ops
+from ..cache import TORCH_OP_NAMESPACES
+from ..describe import brief
+
+
+class UsageError(Exception):
+    """What was asked cannot be examined at all (a module that does not import, no op in it): one sentence."""
+
+
+@dataclasses.dataclass
+class Target:
+    """An overload to examine: where it was found and the module(s) whose ``SAMPLES`` may hold its inputs."""
+
+    name: str       # "ns::name.overload"
+    overload: Any
+    found_in: str
+
+
+def import_module(name: str):
+    """Import a module by dotted name or a ``.py`` path; :class:`UsageError` (one sentence) when it cannot be."""
+    if not isinstance(name, str) or not name.strip():
+        raise UsageError(f"name a module to examine, such as mypkg.ops, not {brief(name)}.")
+    path = pathlib.Path(name)
+    try:
+        if name.endswith(".py") or "/" in name:
+            if not path.is_file():
+                raise UsageError(f"{name}: no such file.")
+            known = sys.modules.get(path.stem)
+            if known is not None and pathlib.Path(getattr(known, "__file__", "") or "").resolve() == path.resolve():
+                return known    # imported before: running it again would register its ops twice
+            spec = importlib.util.spec_from_file_location(path.stem, path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[path.stem] = module
+            spec.loader.exec_module(module)
+            return module
+        return importlib.import_module(name)
+    except UsageError:
+        raise
+    except ModuleNotFoundError as error:
+        missing = error.name or str(error)
+        if name == missing or name.startswith(f"{missing}."):
+            raise UsageError(f"there is no module {name!r} on this Python's path ({sys.executable}): check the name, "
+                             "run from the project's folder, or pip install -e the project.") from None
+        raise UsageError(f"importing {name} failed: it imports {missing!r}, which is not installed here.") from None
+    except SyntaxError as error:
+        raise UsageError(f"importing {name} failed: a syntax error in {error.filename}, line {error.lineno}: "
+                         f"{error.msg}.") from None
+    except BaseException as error:  # noqa: BLE001 - the project's import code: any failure is one sentence
+        if isinstance(error, KeyboardInterrupt):
+            raise
+        where = traceback.extract_tb(error.__traceback__)[-1] if error.__traceback__ else None
+        at = f" ({where.filename}, line {where.lineno})" if where else ""
+        raise UsageError(f"importing {name} raised {type(error).__name__}{at}: "
+                         f"{' '.join(str(error).split())[:300]}") from None
+
+
+def _not_torchs(names: Iterable[str]) -> set[str]:
+    return {n for n in names if n.partition("::")[0] not in TORCH_OP_NAMESPACES}
+
+
+def full_name(name: str) -> str:
+    """``"ns::name"`` -> ``"ns::name.default"``; ``"ns::name.out"`` as is."""
+    return name if "." in name.partition("::")[2] else f"{name}.default"
+
+
+def targets_named(names: Iterable[str], found_in: str) -> list[Target]:
+    found = []
+    for name in sorted({full_name(n) for n in names}):
+        qualname, _, overload_name = name.partition(".")
+        overload = internals.find_overload(qualname, overload_name)
+        if overload is not None:
+            found.append(Target(name, overload, found_in))
+    return found
+
+
+def _ops_held_by(module) -> set[str]:
+    """The ops a module's globals hold (a CustomOpDef, ``torch.ops.ns.name``, an overload, a labkit op), each
+    overload by name: how an already-imported module (whose import registered before the doctor looked) is read."""
+    names = set()
+    for value in list(vars(module).values()):
+        key = internals.op_key(value)
+        if key is None and isinstance(value, ops.LabOp):
+            key = f"{value.name}.default"
+        if key is None:
+            continue
+        qualname, _, overload_name = key.partition(".")
+        names |= ({f"{qualname}.{overload_name}"} if overload_name else
+                  {f"{qualname}.{o}" for o in internals.overload_names(qualname)})
+    return _not_torchs(names)
+
+
+def discover(modules: Iterable[str] = (), namespaces: Iterable[str] = ()) -> tuple[list[Target], list]:
+    """Import each module and find the overloads it registered; add every op of each namespace. Returns the targets
+    (sorted, each once) and the imported modules. :class:`UsageError` for a module that does not import, or when
+    nothing at all is found."""
+    targets: dict[str, Target] = {}
+    imported = []
+    for name in modules:
+        is_path = name.endswith(".py") or "/" in name
+        fresh = (pathlib.Path(name).stem if is_path else name) not in sys.modules
+        before = internals.all_op_names()
+        module = import_module(name)
+        imported.append(module)
+        registered = _not_torchs(internals.all_op_names() - before) if fresh else set()
+        held = _ops_held_by(module)
+        for target in targets_named(registered | held, getattr(module, "__name__", name)):
+            targets.setdefault(target.name, target)
+        if not registered and not held and not getattr(module, "SAMPLES", None):
+            raise UsageError(f"{name} registered no custom operator when imported (custom_op, triton_op, "
+                             "torch.library.define, Library.define) and holds none: name the module that defines "
+                             "them, or pass --namespace NS for ops defined in C++.")
+    for namespace in namespaces:
+        if not isinstance(namespace, str) or not namespace.isidentifier():
+            raise UsageError(f"a namespace is a name such as mylib (the part before :: in mylib::op), "
+                             f"not {brief(namespace)}.")
+        names = {n for n in internals.all_op_names() if n.partition("::")[0] == namespace}
+        if not names:
+            raise UsageError(f"no operator is registered in namespace {namespace!r} (after importing "
+                             f"{', '.join(modules) or 'nothing'}): import the module that loads them first.")
+        for target in targets_named(names, f"namespace {namespace}"):
+            targets.setdefault(target.name, target)
+    for module in imported:   # an op named only in SAMPLES (registered before the doctor looked)
+        for key in _sample_keys(getattr(module, "SAMPLES", None) or {}):
+            for target in targets_named(_expand(key), getattr(module, "__name__", "?")):
+                targets.setdefault(target.name, target)
+    if not targets:
+        asked = ", ".join([*modules, *(f"namespace {n}" for n in namespaces)]) or "nothing"
+        raise UsageError(f"no custom operator found in {asked}.")
+    return sorted(targets.values(), key=lambda t: t.name), imported
+
+
+def _expand(key: str) -> set[str]:
+    """A SAMPLES key's overloads: ``"ns::name.out"`` itself; ``"ns::name"`` its default overload."""
+    return {full_name(key)}
+
+
+def _sample_keys(samples) -> list[str]:
+    return [k for k in (op_name(key) for key in samples) if k is not None] if isinstance(samples, dict) else []
+
+
+def op_name(key) -> str | None:
+    """A SAMPLES key as ``"ns::name"`` / ``"ns::name.overload"``: a qualified name, a CustomOpDef, a packet, an
+    overload or a labkit op; None for anything else."""
+    if isinstance(key, str):
+        return key if "::" in key else None
+    if isinstance(key, ops.LabOp):
+        return key.name
+    return internals.op_key(key)
+

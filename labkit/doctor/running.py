@@ -1,0 +1,134 @@
+"""A doctor run, from what is asked to a :class:`DoctorReport`: :func:`run` (modules and namespaces, as the command
+line asks), :func:`check` (ops given as objects: a notebook's, a test's), :func:`assert_clean` (one op, for a
+project's own test) and :func:`examine_in_report` (one overload, for a pytest item). Each refuses where there is no
+compiler, turns labkit's cache fingerprint on for the run (the caller's policy back afterwards), pays Inductor's
+warm-up once, examines each overload in turn and says its progress.
+
+Not here: what is checked on one overload (:mod:`labkit.doctor.examining`), finding the ops
+(:mod:`labkit.doctor.discovery`), their samples (:mod:`labkit.doctor.samples`), and how a report is written
+(:mod:`labkit.doctor.formats`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+from typing import Callable, Iterable
+
+from .. import _torch_internals as internals
+from .. import cache, env, ops, warmup
+from ..describe import brief
+from . import formats
+from .discovery import Target, UsageError, discover, full_name, op_name, targets_named
+from .examining import examine
+from .report import DoctorReport, environment
+from .samples import sample_tables, unmatched
+
+
+@contextlib.contextmanager
+def _fingerprinted():
+    """labkit's cache fingerprint on while the doctor compiles; the caller's policy back afterwards."""
+    previous = cache.policy()
+    if previous != "fingerprinted":
+        cache.set_policy("fingerprinted")
+    try:
+        yield
+    finally:
+        if cache.policy() != previous:
+            cache.set_policy(previous)
+
+
+def say_to_stderr(text: str) -> None:
+    """Where the progress lines go by default: stderr, at once (the command line's table goes to stdout)."""
+    print(text, file=sys.stderr, flush=True)
+
+
+def _examine_all(targets: list[Target], tables: list[dict], say: Callable[[str], None] | None,
+                 asked: list[str], warnings: list[str]) -> DoctorReport:
+    start = time.perf_counter()
+    refusal = env.compiler_unavailable()
+    if refusal is not None:
+        raise UsageError(refusal)
+    with _fingerprinted():
+        paying = warmup.status() == "not run"
+        warm = warmup.run(say=say or (lambda _: None))
+        warm = warm if paying else None      # paid before this run (labkit.setup(), an earlier run): not here
+        results = []
+        for number, target in enumerate(targets, 1):
+            results.append(examine(target, tables))
+            if say is not None:
+                say(f"[{number}/{len(targets)}] {target.name}: {results[-1].verdict} ({results[-1].seconds:.1f} s)")
+    return DoctorReport(asked, environment(), results, warnings, warm, time.perf_counter() - start)
+
+
+def examine_in_report(target: Target, tables: list[dict]) -> DoctorReport:
+    """One overload examined as :func:`run` does it (fingerprinted caches, Inductor warm), as a report of one:
+    what a pytest item runs."""
+    return _examine_all([target], tables, None, [target.found_in], [])
+
+
+def run(modules: Iterable[str] | str = (), namespaces: Iterable[str] = (), samples: dict | None = None,
+        ops_only: Iterable[str] = (), say: Callable[[str], None] | None = say_to_stderr) -> DoctorReport:
+    """Import ``modules`` (dotted names or ``.py`` paths), find their custom ops (and those of ``namespaces``) and
+    examine each overload. ``samples`` adds a SAMPLES table of your own (it wins over the modules'); ``ops_only``
+    keeps only the overloads named (``"ns::name"`` or ``"ns::name.overload"``). ``say`` gets the progress lines
+    (None: silent). :class:`UsageError` for what cannot be examined at all; every op's defect is in the report."""
+    modules = [modules] if isinstance(modules, str) else list(modules)
+    namespaces = [namespaces] if isinstance(namespaces, str) else list(namespaces)
+    if not modules and not namespaces:
+        raise UsageError("name at least one module (mypkg.ops) or namespace (--namespace mylib) to examine.")
+    if samples is not None and not isinstance(samples, dict):
+        raise UsageError(f"samples= takes a dict like SAMPLES ({{op: [(args, kwargs), ...]}}), not {brief(samples)}.")
+    targets, imported = discover(modules, namespaces)
+    tables = sample_tables(imported, samples)
+    warnings = unmatched(tables, targets)
+    if ops_only:
+        wanted = {full_name(o) for o in ops_only}
+        unknown = wanted - {t.name for t in targets}
+        if unknown:
+            raise UsageError(f"{sorted(unknown)[0]} is not among the ops found: "
+                             f"{', '.join(t.name for t in targets[:8])}.")
+        targets = [t for t in targets if t.name in wanted]
+    asked = [*modules, *(f"namespace {n}" for n in namespaces)]
+    return _examine_all(targets, tables, say, asked, warnings)
+
+
+def check(op_list, samples: dict | None = None, say: Callable[[str], None] | None = None) -> DoctorReport:
+    """Examine ops given as objects (a CustomOpDef, ``torch.ops.ns.name``, an overload, a labkit op), every
+    overload of each; ``samples`` as a module's SAMPLES. For a notebook or a project's own test; silent by default.
+    :class:`UsageError` when an item is not a live custom op."""
+    items = list(op_list.values()) if isinstance(op_list, dict) else (
+        [op_list] if internals.op_key(op_list) is not None or isinstance(op_list, ops.LabOp) else list(op_list))
+    names = set()
+    for item in items:
+        try:
+            overload = ops.live_overload(item)
+        except ops.StaleOpError as stale:
+            raise UsageError(str(stale)) from None
+        key = op_name(item)
+        if overload is None or key is None:
+            raise UsageError(f"{brief(item)} is not a custom operator: pass the object custom_op returned, "
+                             "torch.ops.ns.name or one of its overloads.")
+        qualname, _, overload_name = key.partition(".")
+        names |= ({f"{qualname}.{overload_name}"} if overload_name else
+                  {f"{qualname}.{o}" for o in internals.overload_names(qualname)})
+    targets = targets_named(names, "given")
+    if not targets:
+        raise UsageError("no custom operator given to check.")
+    tables = sample_tables([], samples)
+    asked = sorted({t.name.partition(".")[0] for t in targets})
+    return _examine_all(targets, tables, say, asked, unmatched(tables, targets))
+
+
+def assert_clean(op, samples=None) -> DoctorReport:
+    """For a project's own test: examine ``op`` (every overload) on ``samples`` — a list of (args, kwargs) pairs, or
+    a SAMPLES dict — and raise AssertionError with the report (every finding in full) if anything is found."""
+    if samples is not None and not isinstance(samples, dict):
+        key = op_name(op)
+        samples = {key if key is not None else op: samples}
+    report = check(op, samples=samples)
+    if not report.ok:
+        raise AssertionError(formats.failure_text(report))
+    return report
+

@@ -1,0 +1,188 @@
+"""The doctor's own steps after audit, each on one sample (:data:`STEPS`): ``fullgraph=True``, so that a graph break
+is named instead of passed; the fake kernel on the meta device and on a second dtype (a fake must follow its
+inputs' dtype and device); and, once per overload, whether labkit's cache fingerprint covers the op's declaration
+(:func:`cache_note`; torch's own keys do not: pytorch #187319). A step is one :class:`Step`:
+``find(overload, sample, audited)`` returns findings (or findings and notes). Audit's learners meet these in lessons.
+
+Not here: audit's own checks (:mod:`labkit.auditing`), running the steps over an op's samples
+(:mod:`labkit.doctor.examining`), and private torch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+import torch
+
+from .. import _torch_internals as internals
+from .. import auditing, cache
+from ..compare import copy_inputs
+from ..errors import as_torch_error
+from ..stages import compile_and_compare
+from .links import DOCS, FAKE_DOCS
+from .report import Finding, Sample
+from .samples import named_values
+
+
+def _discarding(overload, sample: Sample) -> Callable:
+    """``f(*inputs)`` calling the op and returning clones of its tensor inputs (as audit's compile check does)."""
+    positional, keywords = len(sample.args), list(sample.kwargs)
+    names, _ = named_values(overload, sample)
+
+    def calls_the_op(*inputs):
+        overload(*inputs[:positional], **dict(zip(keywords, inputs[positional:])))
+        return tuple(t.clone() for t in inputs if isinstance(t, torch.Tensor))
+
+    calls_the_op.__signature__ = auditing._signature(names)
+    return calls_the_op
+
+
+GRAPH_BREAK_NOTE = "Dynamo ran it eagerly at a graph break"   # audit's note when no compiled run had the op in a graph
+
+
+def _fullgraph_findings(overload, sample: Sample, audited) -> list[Finding]:
+    """A graph break at the op, named: under default settings (Dynamo only, ``fullgraph=False``), is the op in a
+    graph, and if not, why (torch's own graph-break reasons); then ``fullgraph=True``, which must compile it."""
+    if auditing.COMPILE in audited.kinds() or auditing.EAGER in audited.kinds():
+        return []    # audit has said why it does not compile; the same error again adds nothing
+    _, values = named_values(overload, sample)
+    qualname = internals.qualname_of(overload)
+    strict = compile_and_compare(_discarding(overload, sample), *values, backend="eager", fullgraph=True)
+    if strict.error is None and GRAPH_BREAK_NOTE not in audited.cannot_see:
+        return []    # one graph under fullgraph=True, and audit's fullgraph=False runs had the op in a graph
+    before = internals.torch_counters("graph_break")
+    default = compile_and_compare(_discarding(overload, sample), *values, backend="eager")
+    reasons = [" ".join(str(r).split()) for r in internals.torch_counters("graph_break") - before]
+    fix = ("make the op traceable: declare it with torch.library.custom_op (or Library.define) and register_fake a "
+           "fake kernel; a data-dependent output size needs torch.library.get_ctx().new_dynamic_size(), and then "
+           "torch._dynamo.config.capture_dynamic_output_shape_ops = True (capture_scalar_outputs for an int "
+           "result) keeps it in the graph without fullgraph=True")
+    if strict.error is not None:
+        error = strict.error
+        return [Finding("fullgraph", f"torch.compile(fullgraph=True) refused the op: {error.type_name}: "
+                        f"{error.message}", "a fullgraph=True user gets this error; under fullgraph=False Dynamo "
+                        "splits the program at the op and runs it eagerly, unseen by the compiler", fix,
+                        DOCS["fullgraph"][0], detail=error.full)]
+    if default.error is None and default.fate(qualname)["dynamo"] is False:
+        why = "; ".join(reasons) or "Dynamo left the op out of every graph"
+        return [Finding("fullgraph", f"under default settings (fullgraph=False) the op breaks the graph and runs "
+                        f"eagerly: {why}", "the compiler sees nothing around the op, and every call splits the "
+                        "compiled program in two (fullgraph=True does capture it: it turns on capture_scalar_outputs "
+                        "and capture_dynamic_output_shape_ops)",
+                        "if the op's output size (or int result) really depends on the data, the break is expected "
+                        "by default: where you compile, set torch._dynamo.config.capture_dynamic_output_shape_ops = "
+                        "True (capture_scalar_outputs = True for an int result) or use fullgraph=True; otherwise "
+                        "compute the fake kernel's sizes from the input shapes", DOCS["fullgraph"][0],
+                        detail="\n".join(reasons))]
+    return []
+
+
+def _second_dtype(dtype: torch.dtype) -> torch.dtype:
+    return torch.float32 if dtype in (torch.float64, torch.float16, torch.bfloat16) else torch.float64
+
+
+def _converted(values, convert) -> list:
+    out = []
+    for value in values:
+        if isinstance(value, torch.Tensor):
+            out.append(convert(value))
+        elif isinstance(value, (list, tuple)) and any(isinstance(v, torch.Tensor) for v in value):
+            out.append(type(value)(convert(v) if isinstance(v, torch.Tensor) else v for v in value))
+        else:
+            out.append(value)
+    return out
+
+
+def _outputs(value) -> list:
+    if isinstance(value, (list, tuple)):
+        return [t for item in value for t in _outputs(item)]
+    return [value]
+
+
+def _fake_findings(overload, sample: Sample, audited) -> tuple[list[Finding], list[str]]:
+    """The fake (meta) kernel on the sample's inputs moved to the meta device, then on a second dtype: its outputs
+    must be on the inputs' device ("fake:device") and follow their dtype as the real kernel's do ("fake:dtype";
+    shape too). opcheck's test_faketensor compares the fake on the sample as given; this asks what it does not."""
+    if any(f.check == "opcheck:test_faketensor" for f in audited.findings) or auditing.EAGER in audited.kinds():
+        return [], []     # no fake kernel, or one opcheck already failed: that finding says it
+    names, values = named_values(overload, sample)
+    floating = [v for v in values if isinstance(v, torch.Tensor) and v.is_floating_point()]
+    variants = [("device", "the sample's inputs on the meta device", lambda t: t)]
+    if floating:
+        second = _second_dtype(floating[0].dtype)
+        variants.append(("dtype", f"{str(second).removeprefix('torch.')} inputs (on the meta device)",
+                         lambda t, d=second: t.to(d) if t.is_floating_point() else t))
+    else:
+        variants.append(("dtype", "", None))
+    findings, notes = [], []
+    for aspect, label, convert in variants:
+        if convert is None:
+            notes.append("no floating-point input: the fake kernel was not tried on a second dtype")
+            continue
+        compared = _compare_fake(overload, names, values, len(sample.args), convert, aspect)
+        if isinstance(compared, str):
+            notes.append(f"{aspect} of the fake kernel not checked on {label}: {compared}")
+        elif compared:
+            findings.append(Finding(
+                f"fake:{aspect}", f"on {label}, the fake kernel: {'; '.join(compared)}",
+                "torch.compile plans every buffer from the fake kernel and never runs the real one to check: a "
+                "wrong " + ("device fails or misplaces the op's outputs on a GPU" if aspect == "device" else
+                            "dtype gives wrong results or a crash on inputs the samples did not show"),
+                "build the outputs from the inputs: torch.empty_like(x), x.new_empty(shape) (they keep the dtype "
+                "and device), or pass dtype=x.dtype, device=x.device", FAKE_DOCS))
+    return findings, notes
+
+
+def _compare_fake(overload, names, values, positional: int, convert, aspect: str) -> list[str] | str:
+    """What the fake promises wrongly for inputs converted by ``convert`` (``aspect``: "device" compares the device,
+    "dtype" the dtype and shape); a string when it could not be compared (why)."""
+    real_inputs = list(copy_inputs(tuple(_converted(values, convert)), names))
+    meta_inputs = _converted(real_inputs, lambda t: t.to("meta"))
+
+    def call(inputs):
+        return overload(*inputs[:positional], **dict(zip(names[positional:], inputs[positional:])))
+
+    try:
+        promised = call(meta_inputs)
+    except Exception as error:  # noqa: BLE001 - e.g. a data-dependent size: no meta answer to compare
+        return f"it did not run on meta tensors ({as_torch_error(error, 'eager').message[:160]})"
+    try:
+        real = call(real_inputs)
+    except Exception as error:  # noqa: BLE001 - the kernel does not take this dtype: nothing to compare
+        return f"the kernel itself refuses them ({type(error).__name__})"
+    problems = []
+    pairs = [(f, r) for f, r in zip(_outputs(promised), _outputs(real))
+             if isinstance(f, torch.Tensor) and isinstance(r, torch.Tensor)]
+    for index, (fake_out, real_out) in enumerate(pairs):
+        which = "its output" if len(pairs) == 1 else f"output {index}"
+        if aspect == "device" and fake_out.device.type != "meta":
+            problems.append(f"{which} is on {fake_out.device}, not on its inputs' device (torch.empty(n) without "
+                            "device= is wrong for a CUDA input)")
+        if aspect == "dtype" and fake_out.dtype != real_out.dtype:
+            problems.append(f"{which} promises {fake_out.dtype}, the kernel returns {real_out.dtype}")
+        if aspect == "dtype" and tuple(fake_out.shape) != tuple(real_out.shape):
+            problems.append(f"{which} promises shape {list(fake_out.shape)}, the kernel returns "
+                            f"{list(real_out.shape)}")
+    return problems
+
+
+def cache_note(target_name: str) -> list[str]:
+    if cache.covers(target_name):
+        return []
+    return ["its declaration is not in labkit's cache fingerprint (an op defined in C++), and torch's compile "
+            "caches do not key on an op's schema (pytorch #187319): after rebuilding it with another schema, "
+            "change torch.compiler.config.cache_key_tag or clear the cache (TORCHINDUCTOR_FX_GRAPH_CACHE=0)"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    """A doctor-only step after audit, on one sample: ``find(overload, sample, audited)`` returns findings (and, for
+    steps that can say what they could not check, notes)."""
+
+    name: str
+    find: Callable
+
+
+STEPS = (Step("fullgraph", _fullgraph_findings), Step("fake", _fake_findings))
+

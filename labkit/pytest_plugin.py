@@ -1,0 +1,93 @@
+"""labkit doctor inside pytest: ``pytest --labkit-doctor mypkg.ops`` makes one test item per op overload.
+
+Registered through the ``pytest11`` entry point, so it is there wherever labkit is installed, and does nothing
+unless asked: without ``--labkit-doctor`` it adds no item and imports neither torch nor labkit's doctor. Each item
+is named after its overload (``labkit-doctor::mypkg.ops::ns::name.default``), carries the ``labkit_doctor`` marker
+(``-m labkit_doctor`` selects them alone), fails with every finding in full (torch's whole message, the fix, the
+docs), and skips an op without samples with the sentence saying what to add. The first item pays Inductor's
+warm-up, once, with a line on the terminal.
+
+For a project's own test: the ``labkit_doctor`` fixture is :func:`labkit.doctor.assert_clean`
+(``labkit_doctor(my_op, [((torch.randn(4),), {})])`` raises AssertionError with the report).
+
+Not here: what is checked (:mod:`labkit.doctor`) and how a finding is written (:mod:`labkit.doctor.formats`).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("labkit-doctor", "labkit doctor: audit a project's custom ops")
+    group.addoption("--labkit-doctor", action="append", default=[], metavar="MODULE",
+                    help="a module (mypkg.ops) whose custom ops become one test item per overload; repeatable")
+    group.addoption("--labkit-doctor-namespace", action="append", default=[], metavar="NS",
+                    help="also every op of namespace NS (C++ ops), repeatable")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "labkit_doctor: an op overload examined by labkit doctor")
+
+
+class DoctorFailure(Exception):
+    """An op overload with findings; its text is the whole report for that op."""
+
+
+class DoctorItem(pytest.Item):
+    def __init__(self, *, target, tables, **kwargs):
+        super().__init__(**kwargs)
+        self.target, self.tables = target, tables
+        self.add_marker("labkit_doctor")
+
+    def setup(self):
+        from . import warmup
+
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        say = (lambda text: reporter.write_line(text)) if reporter is not None else (lambda _: None)
+        warmup.run(say=say)
+
+    def runtest(self):
+        from . import doctor
+
+        report = doctor.examine_in_report(self.target, self.tables)
+        result = report.results[0]
+        if result.verdict == doctor.SKIP:
+            pytest.skip(result.notes[0] if result.notes else "not checked")
+        if result.verdict == doctor.FAIL:
+            from .doctor import formats
+
+            raise DoctorFailure(formats.failure_text(report))
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, DoctorFailure):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self):
+        return self.path, None, f"labkit doctor: {self.target.name}"
+
+
+def pytest_collection_modifyitems(session, config, items):
+    modules, namespaces = config.getoption("labkit_doctor"), config.getoption("labkit_doctor_namespace")
+    if not modules and not namespaces:
+        return
+    from . import doctor
+
+    try:
+        targets, imported = doctor.discover(modules, namespaces)
+    except doctor.UsageError as problem:
+        raise pytest.UsageError(f"--labkit-doctor: {problem}") from None
+    tables = doctor.sample_tables(imported)
+    for target in targets:
+        items.append(DoctorItem.from_parent(session, name=f"labkit-doctor::{target.found_in}::{target.name}",
+                                            target=target, tables=tables))
+
+
+@pytest.fixture
+def labkit_doctor():
+    """``labkit_doctor(op, samples)``: examine one op (every overload) and fail the test with the report if anything
+    is found; ``samples`` a list of (args, kwargs) pairs or a SAMPLES dict. Returns the report."""
+    from .doctor import assert_clean
+
+    return assert_clean

@@ -1,0 +1,222 @@
+"""labkit doctor (the package labkit/doctor/, its report written by labkit/doctor/formats.py, the command line
+labkit/__main__.py and the pytest plugin labkit/pytest_plugin.py) on small ops these tests declare: a correct one,
+each kind of wrong one, several overloads, and the hostile inputs a project can give it, each answered in one
+sentence.
+
+Each module is written to a temporary folder and examined from there, as a project's would be. The slow proof on
+a real package is tests/labkit/test_doctor_third_party.py.
+"""
+
+import importlib.metadata
+import json
+import sys
+import textwrap
+import xml.etree.ElementTree as ElementTree
+
+import pytest
+import torch
+
+import labkit
+from labkit import doctor
+from labkit.doctor import formats
+from labkit.__main__ import main
+
+pytest_plugins = ("pytester",)
+
+OPS = '''
+import torch
+
+@torch.library.custom_op("t::doc_good", mutates_args=("out",))
+def good(x: torch.Tensor, alpha: float, out: torch.Tensor) -> None:
+    out.copy_(x * alpha)
+
+@torch.library.custom_op("t::doc_lies", mutates_args=())
+def lies(x: torch.Tensor, out: torch.Tensor) -> None:
+    out.copy_(x * 2)
+
+@torch.library.custom_op("t::doc_listy", mutates_args=())
+def listy(xs: list[torch.Tensor]) -> torch.Tensor:
+    return torch.stack(xs).sum(0)
+
+listy.register_fake(lambda xs: torch.empty_like(xs[0]))
+
+X, OUT = torch.arange(4.0), torch.zeros(4)
+SAMPLES = {good: [((X, 2.0, OUT), {})], "t::doc_lies": lambda: [((X, OUT), {})]}
+'''
+
+
+def _module(tmp_path, name, source):
+    path = tmp_path / f"{name}.py"
+    path.write_text(textwrap.dedent(source))
+    return str(path)
+
+
+def _run(capsys, *argv):
+    status = main(["doctor", *argv])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+@pytest.fixture
+def library_ops():
+    """Two overloads of one Library.define op (no custom_op), freed afterwards (conftest frees custom_op's only)."""
+    lib = torch.library.Library("t", "FRAGMENT")
+    lib.define("doc_twice(Tensor x) -> Tensor")
+    lib.define("doc_twice.scaled(Tensor x, float s) -> Tensor")
+    lib.impl("doc_twice", lambda x: x * 2, "CompositeExplicitAutograd")
+    lib.impl("doc_twice.scaled", lambda x, s: x * s, "CompositeExplicitAutograd")
+    torch.library.register_fake("t::doc_twice", lambda x: torch.empty_like(x), lib=lib)
+    # a fake that forgets its input's dtype and device: opcheck passes it on float32 CPU samples
+    torch.library.register_fake("t::doc_twice.scaled", lambda x, s: torch.empty(x.shape), lib=lib)
+    yield torch.ops.t.doc_twice
+    lib._destroy()
+
+
+def test_a_module_with_a_correct_a_wrong_and_an_unsampled_op_gets_a_table_json_junit_and_exit_1(tmp_path, capsys):
+    """...and leaves the project's sample tensors, and the caller's random state, as they were."""
+    path = _module(tmp_path, "doc_ops", OPS)
+    json_path, junit_path = tmp_path / "r.json", tmp_path / "r.xml"
+    random_state = torch.random.get_rng_state()
+    status, out, err = _run(capsys, path, "--json", str(json_path), "--junit-xml", str(junit_path))
+    assert status == 1, out + err
+    module = sys.modules["doc_ops"]
+    assert torch.equal(module.OUT, torch.zeros(4)) and torch.equal(module.X, torch.arange(4.0)), \
+        "the project's samples are only ever copied"
+    assert torch.equal(torch.random.get_rng_state(), random_state), "the caller's random state is left alone"
+    report = json.loads(json_path.read_text())
+    verdicts = {r["op"]: r["verdict"] for r in report["results"]}
+    assert verdicts == {"t::doc_good.default": "pass", "t::doc_lies.default": "fail", "t::doc_listy.default": "skip"}
+    lies = next(r for r in report["results"] if r["op"] == "t::doc_lies.default")
+    assert "declaration" in {f["check"] for f in lies["findings"]}
+    schema = next(f for f in lies["findings"] if f["check"] == "opcheck:test_schema")
+    assert "OpCheckError" in schema["detail"] and schema["docs"].startswith("https://docs.pytorch.org/")
+    assert lies["samples"] == [{"source": "SAMPLES", "inputs": "float32[4], float32[4]"}]
+    good = next(r for r in report["results"] if r["op"] == "t::doc_good.default")
+    assert {"opcheck", "compile", "aliasing", "fullgraph", "fake", "cache"} <= set(good["checks_run"])
+    assert report["environment"]["torch"] == torch.__version__ and report["environment"]["labkit"]
+    listy = next(r for r in report["results"] if r["op"] == "t::doc_listy.default")
+    assert "add SAMPLES['t::doc_listy']" in listy["notes"][0], "an op without samples is skipped, saying what to add"
+    # the terminal: a row per overload, torch's message shortened with a pointer to the whole
+    assert "t::doc_good.default" in out and "FAIL" in out and "--json or --junit-xml" in out
+    assert "fix: add 'out' to mutates_args" in out
+    cases = ElementTree.parse(junit_path).getroot().findall("testcase")
+    assert {c.get("name"): [child.tag for child in c if child.tag != "system-out"] for c in cases} == {
+        "t::doc_good.default": [], "t::doc_lies.default": ["failure"], "t::doc_listy.default": ["skipped"]}
+    assert "Inductor" in err or labkit.warmup.status().startswith("done"), "the warm-up says so, once"
+
+
+def test_each_overload_is_examined_apart_and_a_fake_that_ignores_dtype_and_device_is_named(library_ops):
+    report = doctor.check(library_ops)
+    assert [r.op for r in report.results] == ["t::doc_twice.default", "t::doc_twice.scaled"]
+    assert all(r.samples[0].source == "generated from the schema" for r in report.results)
+    assert report.result("t::doc_twice").verdict == "pass"
+    scaled = report.result("t::doc_twice.scaled")
+    assert {f.check for f in scaled.findings} == {"fake:device", "fake:dtype"}, scaled.findings
+    assert "generated from the schema" in report.table()
+    assert report.exit_status == 1
+
+
+def test_a_kernel_that_raises_and_samples_of_the_wrong_shape_are_findings_not_crashes():
+    @torch.library.custom_op("t::doc_raises", mutates_args=())
+    def raises(x: torch.Tensor) -> torch.Tensor:
+        raise ValueError("the kernel is broken")
+
+    raises.register_fake(lambda x: torch.empty_like(x))
+
+    @torch.library.custom_op("t::doc_add", mutates_args=())
+    def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return x + y
+
+    add.register_fake(lambda x, y: torch.empty_like(x))
+    report = doctor.check([raises, add], samples={raises: [((torch.ones(2),), {})],
+                                                  add: [((torch.ones(2), torch.ones(3)), {})]})
+    for op in ("t::doc_raises", "t::doc_add"):
+        result = report.result(op)
+        assert result.verdict == "fail" and result.findings[0].check == "eager", result.findings
+    assert "the kernel is broken" in report.result("t::doc_raises").findings[0].problem
+
+
+def test_malformed_samples_are_a_finding_that_says_the_form(capsys):
+    @torch.library.custom_op("t::doc_plain", mutates_args=())
+    def plain(x: torch.Tensor) -> torch.Tensor:
+        return x.clone()
+
+    plain.register_fake(lambda x: torch.empty_like(x))
+    for bad in ([torch.ones(2)], "x", lambda: 1 / 0):
+        result = doctor.check(plain, samples={"t::doc_plain": bad}).results[0]
+        assert result.verdict == "fail" and result.findings[0].check == "samples", result
+        assert "(args, kwargs)" in result.findings[0].fix
+
+
+def test_a_data_dependent_int_result_is_named_as_a_graph_break():
+    @torch.library.custom_op("t::doc_count", mutates_args=())
+    def count(x: torch.Tensor) -> int:
+        return int((x > 0).sum())
+
+    count.register_fake(lambda x: torch.library.get_ctx().new_dynamic_size())
+    result = doctor.check(count, samples={count: [((torch.randn(6),), {})]}).results[0]
+    assert [f.check for f in result.findings] == ["fullgraph"], result.findings
+    assert "output shape depends on input Tensor data" in result.findings[0].problem
+
+
+def test_assert_clean_fails_a_test_with_every_finding_in_full():
+    lies = labkit.declare(name="t::doc_declared_lie", writes=("x",), returns="none")
+    with pytest.raises(AssertionError) as failed:
+        doctor.assert_clean(lies, [((torch.randn(3),), {})])
+    text = str(failed.value)
+    assert text.startswith("labkit doctor found problems in 1 op overload: t::doc_declared_lie.default")
+    assert "torch's message:" in text and "Argument x is not defined as mutable" in text
+
+
+@pytest.mark.parametrize("source,sentence", [
+    (None, "there is no module 't_doc_nowhere'"),
+    ("def broken(:\n", "a syntax error in"),
+    ("import torch\nX = 1\n", "registered no custom operator"),
+    ("import t_doc_not_installed\n", "it imports 't_doc_not_installed', which is not installed"),
+    ("raise RuntimeError('no GPU here')\n", "raised RuntimeError"),
+])
+def test_a_module_that_cannot_be_examined_is_exit_2_in_one_sentence(tmp_path, capsys, monkeypatch, source, sentence):
+    monkeypatch.syspath_prepend(str(tmp_path))
+    if source is not None:
+        _module(tmp_path, "t_doc_bad", source)
+    status, out, err = _run(capsys, "t_doc_nowhere" if source is None else "t_doc_bad")
+    sys.modules.pop("t_doc_bad", None)
+    assert status == 2 and not out
+    assert sentence in err and "Traceback" not in err and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("argv,sentence", [
+    ([], "name a module"), (["--no-such-option"], "unrecognized arguments"),
+    (["--namespace", "t_doc_empty_ns"], "no operator is registered in namespace"),
+])
+def test_bad_usage_is_exit_2_in_one_sentence(capsys, argv, sentence):
+    status, out, err = _run(capsys, *argv)
+    assert status == 2 and sentence in err and "Traceback" not in err, err
+
+
+def test_the_console_script_and_the_pytest_plugin_are_installed_entry_points():
+    scripts = {e.name: e.value for e in importlib.metadata.entry_points(group="console_scripts")}
+    plugins = {e.name: e.value for e in importlib.metadata.entry_points(group="pytest11")}
+    assert scripts.get("labkit-doctor") == "labkit.__main__:doctor_main", "pip install -e . again (./lab does)"
+    assert plugins.get("labkit_doctor") == "labkit.pytest_plugin"
+
+
+def test_pytest_with_labkit_doctor_makes_one_item_per_overload(pytester):
+    pytester.makepyfile(doc_plugin_ops=OPS.replace("doc_", "doc_plugin_"))
+    pytester.syspathinsert()
+    result = pytester.runpytest_inprocess("--labkit-doctor", "doc_plugin_ops", "-p", "no:cacheprovider", "-rs")
+    result.assert_outcomes(passed=1, failed=1, skipped=1)
+    result.stdout.fnmatch_lines(["*labkit doctor found problems in 1 op overload: t::doc_plugin_lies.default*",
+                                 "*fix: add 'out' to mutates_args*", "*add SAMPLES?'t::doc_plugin_listy'?*"])
+    sys.modules.pop("doc_plugin_ops", None)
+
+
+def test_the_report_shortens_torchs_message_on_the_terminal_only():
+    finding = doctor.Finding("compile", "x" * 1000, "why", "fix", "https://docs.pytorch.org/", detail="y" * 5000)
+    result = doctor.OpResult("t::a.default", "t::a(Tensor x) -> Tensor", "m", "fail", [finding],
+                             [doctor.Sample((torch.ones(2, dtype=torch.int8), "nf4", None), {"out": torch.ones(1)})],
+                             ["compile"], [], 0.1)
+    report = doctor.DoctorReport(["m"], doctor.environment(), [result], [], None, 0.1)
+    assert len(max(report.table().splitlines(), key=len)) < 300
+    assert "y" * 5000 in formats.to_json(report) and "y" * 5000 in formats.junit_xml(report)
+    assert "int8[2], 'nf4', None, out=float32[1]" in report.table()
