@@ -404,16 +404,21 @@ def vec_isa_settled_env() -> dict[str, str]:
     """``{"TORCHINDUCTOR_VEC_ISA_OK": "1"}`` when this process's Inductor has already checked, by building and
     loading a test file, every vector instruction set the CPU claims, and each passed; else ``{}``.
 
-    Why: a new Python over an empty cache directory repeats that check (5-15 s on 2 cores) before its first
-    compile. Told ``VEC_ISA_OK=1`` it skips the builds and keeps every set the CPU claims: exactly the list this
-    process's check kept, so the child picks the same one. Any other case (not checked yet, a set that failed,
-    not x86) returns ``{}`` and the child checks for itself.
+    Why: a new Python over an empty cache directory repeats that check (5-15 s on 2 cores) before its first C++
+    compile. Told ``VEC_ISA_OK=1`` it skips each set's base build and keeps every set the CPU claims: exactly the
+    list this process's check kept, so the child picks the same one (the AVX-512 sets still build their own small
+    checks for VNNI, bf16 and AMX). Any other case (not checked yet, a set that failed, ``vec_isa_ok`` set in
+    Python, not x86) returns ``{}`` and the child checks for itself. ``VEC_ISA_OK`` is part of the FX-graph cache
+    key: pass it only to a child whose cache the caller does not compare across runs.
     """
     if os.environ.get("TORCHINDUCTOR_VEC_ISA_OK") is not None or platform.machine() not in ("x86_64", "AMD64"):
         return {}                                     # the child inherits the caller's own setting, or checks
     try:
+        import torch._inductor.config as inductor_config
         from torch._inductor import cpu_vec_isa
 
+        if inductor_config.cpp.vec_isa_ok is not None:
+            return {}                                 # set in Python: no check ran to pass on
         if cpu_vec_isa.valid_vec_isa_list.cache_info().currsize == 0:
             return {}                                 # not checked yet in this process
         flags = cpu_vec_isa.x86_isa_checker()

@@ -37,7 +37,7 @@ from typing import Callable
 import torch
 
 from . import _torch_internals as internals
-from . import checks, ops, render
+from . import checks, ops
 from .cache import TORCH_OP_NAMESPACES
 from .describe import brief
 from .lessons import notebook_about
@@ -147,8 +147,11 @@ class AuditReport:
     __repr__ = __str__
 
     def _repr_html_(self):
-        """How a notebook shows it: :func:`labkit.render.audit_html` draws it."""
-        return render.audit_html(self)
+        """How a notebook shows it: :func:`labkit.render.audit_html` draws it. Imported here, when a report is
+        shown: render is the view layer above this core, which must import and run without it."""
+        from .render import audit_html
+
+        return audit_html(self)
 
 
 @dataclasses.dataclass(frozen=True)

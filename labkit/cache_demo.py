@@ -84,10 +84,7 @@ def experiment(declare: str, policy: str, registration: str = "labkit", ready=No
 
 def _start(declare: str, policy: str, cache_dir: str, registration: str, wait: bool) -> subprocess.Popen:
     """A fresh Python process running :func:`experiment` over ``cache_dir``; with ``wait``, it waits for 'go'."""
-    from . import _torch_internals as internals
-
-    # this process's check of the CPU's vector instructions, not repeated by each child (5-15 s each)
-    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache_dir, **internals.vec_isa_settled_env())
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache_dir)
     env.pop("TORCH_COMPILE_CACHE_KEY_TAG", None)
     return subprocess.Popen(
         [sys.executable, "-m", "labkit.cache_demo", "--declare", declare, "--policy", policy,

@@ -192,7 +192,8 @@ def check_number(answer: Any, truth: int, success: str, hint: str, name: str = "
 def check_numbers(predictions: dict, truth: dict, success: str, hint: str | dict) -> bool:
     """Check a dict of whole-number predictions (each read as :func:`whole_number` reads it: ``4``, ``"4"``,
     ``"four"``): one sentence asking for whole numbers when one is none, else ✔ or which keys to revisit.
-    ``hint`` is one sentence, or one per key ({key: hint}): then only the wrong keys' hints are said."""
+    ``hint`` is one sentence, or one per key ({key: hint}): then each wrong key is said with its own hint (a key
+    without one is named alone)."""
     if not isinstance(predictions, dict):
         print(f"✘ the answer is {brief(predictions)}: keep the dict and fill in its numbers.")
         return False
@@ -202,5 +203,7 @@ def check_numbers(predictions: dict, truth: dict, success: str, hint: str | dict
         print(f"✘ the answer for {', '.join(map(repr, unread))} is not a whole number: answer 0, 1, 2, ...")
         return False
     wrong = [key for key in truth if numbers[key] != truth[key]]
-    said = hint if isinstance(hint, str) else " ".join(hint[key] for key in wrong)
-    return check(not wrong, success, f"look again at {', '.join(map(repr, wrong))}: {said}")
+    if isinstance(hint, str):
+        return check(not wrong, success, f"look again at {', '.join(map(repr, wrong))}: {hint}")
+    said = "; ".join(f"{key!r}" + (f" ({hint[key]})" if key in hint else "") for key in wrong)
+    return check(not wrong, success, f"look again at {said}.")

@@ -220,3 +220,18 @@ def test_the_report_shortens_torchs_message_on_the_terminal_only():
     assert len(max(report.table().splitlines(), key=len)) < 300
     assert "y" * 5000 in formats.to_json(report) and "y" * 5000 in formats.junit_xml(report)
     assert "int8[2], 'nf4', None, out=float32[1]" in report.table()
+
+
+def test_a_triton_op_is_found_and_examined_like_any_custom_op(tmp_path, capsys):
+    """torch.library.triton_op registers through custom_op's machinery; it needs no Triton to register, and its
+    body here is plain torch, so this CPU machine can show that the doctor finds it by what the import added."""
+    path = _module(tmp_path, "doc_triton_ops", '''
+        import torch
+
+        @torch.library.triton_op("t::doc_tri", mutates_args=())
+        def tri(x: torch.Tensor) -> torch.Tensor:
+            return x * 2
+    ''')
+    status, out, err = _run(capsys, path)
+    assert "t::doc_tri.default" in out, out + err
+    assert status == 0, out + err

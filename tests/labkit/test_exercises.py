@@ -141,7 +141,12 @@ def test_check_numbers_says_the_hint_of_each_wrong_key_only(capsys):
     truth, hints = {"int": 3, "SymInt": 1}, {"int": "a value seen before?", "SymInt": "symbolic from the start?"}
     assert not exercises.check_numbers({"int": 4, "SymInt": 1}, truth, "both hold.", hints)
     said = capsys.readouterr().out
-    assert "look again at 'int': a value seen before?" in said and "symbolic" not in said
+    assert "look again at 'int' (a value seen before?)." in said and "symbolic" not in said
+    assert not exercises.check_numbers({"int": 4, "SymInt": 2}, truth, "both hold.", hints)
+    assert "'int' (a value seen before?); 'SymInt' (symbolic from the start?)" in capsys.readouterr().out, \
+        "each wrong key with its own hint"
+    assert not exercises.check_numbers({"int": 4, "SymInt": 1}, truth, "both hold.", {"SymInt": "?"})
+    assert "look again at 'int'." in capsys.readouterr().out, "a key without a hint is named alone, no KeyError"
     assert exercises.check_numbers({"int": "three", "SymInt": 1}, truth, "both hold.", hints)
     assert "both hold." in capsys.readouterr().out
 

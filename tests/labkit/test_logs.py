@@ -3,6 +3,7 @@ tlparse; Inductor's code and a logger's messages as data."""
 
 import sys
 
+import pytest
 import torch
 
 import labkit
@@ -116,23 +117,32 @@ def test_logged_collects_a_loggers_messages_without_printing_and_restores_it():
 
 
 def test_a_child_told_the_vector_instructions_picks_what_its_own_check_would():
-    """torch_trace_report's and the cache demo's children skip Inductor's check of the CPU's vector instructions
-    (5-15 s) only when the parent's own check kept every set the CPU claims: then the child, told so, picks the
-    set the check picked. The parent here is a fresh Python that ran torch's real check; torch's pick in a child
-    told the result must equal the pick in a child that checks for itself."""
+    """torch_trace_report's child skips Inductor's check of the CPU's vector instructions (5-15 s) only when the
+    parent's own check kept every set the CPU claims: then the child, told so, picks the set the check picked.
+    The parent here is a fresh Python that ran torch's real check; whether every claimed set passed is computed
+    there on its own (each set's cached verdict), and torch's pick, with its compiler flags, in a child told the
+    result must equal the pick in the parent that checked."""
+    import json
     import os
+    import platform
     import subprocess
 
     from repo import ROOT
 
+    if platform.machine() not in ("x86_64", "AMD64"):
+        pytest.skip("the vector-instruction hand-over is for x86 only; elsewhere it returns {} and the child checks")
     env = {k: v for k, v in os.environ.items() if k != "TORCHINDUCTOR_VEC_ISA_OK"}
-    pick = "from torch._inductor.cpu_vec_isa import pick_vec_isa; print(repr(str(pick_vec_isa())))"
+    pick = ("from torch._inductor.cpu_vec_isa import pick_vec_isa; isa = pick_vec_isa(); "
+            "print(json.dumps([str(isa), isa.build_arch_flags()]))")
     parent = f"""
 import json, labkit
 from labkit import _torch_internals as internals
+from torch._inductor import cpu_vec_isa
 before = internals.vec_isa_settled_env()
 {pick}
-print(json.dumps([before, internals.vec_isa_settled_env()]))
+flags = cpu_vec_isa.x86_isa_checker()
+claimed = [isa for isa in cpu_vec_isa.supported_vec_isa_list if all(f in flags for f in str(isa).split())]
+print(json.dumps([before, internals.vec_isa_settled_env(), all(bool(isa) for isa in claimed)]))
 """
 
     def run(code, extra=None):
@@ -141,13 +151,37 @@ print(json.dumps([before, internals.vec_isa_settled_env()]))
         assert done.returncode == 0, done.stderr[-2000:]
         return done.stdout.strip().splitlines()
 
-    import json
-
     checked_pick, states = run(parent)
-    before, after = json.loads(states)
+    before, after, every_claimed_set_passed = json.loads(states)
     assert before == {}, "nothing is passed on before this process has checked the CPU itself"
-    if not after:   # a set the CPU claims failed to build here (or not x86): the child checks for itself
-        return
-    assert after == {"TORCHINDUCTOR_VEC_ISA_OK": "1"}
-    (told_pick,) = run(pick, after)
-    assert told_pick == checked_pick, "a child told the check's result picks what the check picked"
+    assert after == ({"TORCHINDUCTOR_VEC_ISA_OK": "1"} if every_claimed_set_passed else {}), after
+    if after:
+        (told_pick,) = run("import json; " + pick, after)
+        assert json.loads(told_pick) == json.loads(checked_pick), "a child told the check's result picks its set"
+
+
+def test_nothing_is_handed_over_when_a_claimed_set_failed_or_the_setting_is_the_callers(monkeypatch):
+    """The other cases, in this process: a claimed set that failed its check, a caller's own VEC_ISA_OK (the
+    child inherits it), and vec_isa_ok set in Python (no check ran) each give {}."""
+    import functools
+
+    from torch._inductor import config as inductor_config
+    from torch._inductor import cpu_vec_isa
+
+    from labkit import _torch_internals as internals
+
+    monkeypatch.delenv("TORCHINDUCTOR_VEC_ISA_OK", raising=False)
+    monkeypatch.setattr(internals.platform, "machine", lambda: "x86_64")
+    monkeypatch.setattr(cpu_vec_isa, "x86_isa_checker", lambda: ["avx2", "avx512"])
+    claimed = [isa for isa in cpu_vec_isa.supported_vec_isa_list if str(isa) in ("avx2", "avx512")]
+    for kept, expected in ((claimed, {"TORCHINDUCTOR_VEC_ISA_OK": "1"}), (claimed[-1:], {})):
+        checked = functools.cache(lambda kept=kept: list(kept))
+        checked()                                        # as after the first compile: its cache holds the list
+        monkeypatch.setattr(cpu_vec_isa, "valid_vec_isa_list", checked)
+        with inductor_config.patch({"cpp.vec_isa_ok": None}):
+            assert internals.vec_isa_settled_env() == expected, (kept, expected)
+    with inductor_config.patch({"cpp.vec_isa_ok": True}):
+        assert internals.vec_isa_settled_env() == {}, "vec_isa_ok set in Python: no check ran to hand over"
+    monkeypatch.setenv("TORCHINDUCTOR_VEC_ISA_OK", "0")
+    with inductor_config.patch({"cpp.vec_isa_ok": None}):
+        assert internals.vec_isa_settled_env() == {}, "the caller's own setting is inherited, not overridden"

@@ -504,8 +504,8 @@ truth_graphs = {"int": len(over_values(repeat_int, EXERCISE_N, dynamic=True).gra
 assert all(isinstance(count, int) and count >= 1 for count in truth_graphs.values()), "each compiles a graph"
 
 # %%
-HINTS = {"int": "int: does a value seen before need a new graph?",
-         "SymInt": "SymInt: under dynamic=True, is n symbolic from the first call?"}
+HINTS = {"int": "does a value seen before need a new graph?",
+         "SymInt": "under dynamic=True, is n symbolic from the first call?"}
 if labkit.exercises.answered(my_graphs, "fill in my_graphs in the cell above, run it, then this cell"):
     labkit.exercises.check_numbers(my_graphs, truth_graphs, "both counts hold.", HINTS)
 
