@@ -14,7 +14,7 @@ The core (UI-free, tested against real torch), each module one job, lowest first
 * :mod:`labkit.auditing` — ``labkit.audit(op, *inputs)``; :mod:`labkit.checks` — opcheck as data.
 * :mod:`labkit.doctor`   — ``labkit doctor mypkg.ops``: audit and more on every op a project registers, for its CI
   (a package of one-job modules; :mod:`labkit.doctor.formats` writes its table, JSON, JUnit XML;
-  :mod:`labkit.pytest_plugin`, its pytest items).
+  ``labkit_pytest`` (beside the package), its pytest items).
 * :mod:`labkit.env`      — device, versions, the too-old-torch gate.
 * :mod:`labkit.recordings` — GPU recordings and whether this kernel's code is the code that made them.
 

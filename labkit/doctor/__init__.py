@@ -25,7 +25,7 @@ overload, into one result) and :mod:`~labkit.doctor.running` (a run: :func:`run`
 :func:`assert_clean`).
 
 Not here: any of that work (this file gathers the public names), the command line (:mod:`labkit.__main__`),
-pytest's items (:mod:`labkit.pytest_plugin`), and private torch.
+pytest's items (``labkit_pytest`` (beside the package)), and private torch.
 """
 
 from .discovery import Target, UsageError, discover, import_module

@@ -1,5 +1,5 @@
 """labkit doctor (the package labkit/doctor/, its report written by labkit/doctor/formats.py, the command line
-labkit/__main__.py and the pytest plugin labkit/pytest_plugin.py) on small ops these tests declare: a correct one,
+labkit/__main__.py and the pytest plugin labkit_pytest.py) on small ops these tests declare: a correct one,
 each kind of wrong one, several overloads, and the hostile inputs a project can give it, each answered in one
 sentence.
 
@@ -198,7 +198,20 @@ def test_the_console_script_and_the_pytest_plugin_are_installed_entry_points():
     scripts = {e.name: e.value for e in importlib.metadata.entry_points(group="console_scripts")}
     plugins = {e.name: e.value for e in importlib.metadata.entry_points(group="pytest11")}
     assert scripts.get("labkit-doctor") == "labkit.__main__:doctor_main", "pip install -e . again (./lab does)"
-    assert plugins.get("labkit_doctor") == "labkit.pytest_plugin"
+    assert plugins.get("labkit_doctor") == "labkit_pytest"
+
+
+def test_the_pytest_plugin_loads_without_importing_torch_or_labkit():
+    """Every pytest run in an environment with labkit installed loads the plugin: it must cost nothing there."""
+    import subprocess
+
+    from repo import ROOT
+
+    done = subprocess.run([sys.executable, "-c", "import sys, labkit_pytest; "
+                           "print(sorted(m for m in ('torch', 'labkit') if m in sys.modules))"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]", done.stdout
 
 
 def test_pytest_with_labkit_doctor_makes_one_item_per_overload(pytester):

@@ -6,7 +6,7 @@ import pytest
 
 from repo import ROOT
 
-PATHS = ["labkit", "tests", "tools", "benchmarks", "preflight.py"]
+PATHS = ["labkit", "labkit_pytest.py", "tests", "tools", "benchmarks", "preflight.py"]
 
 
 def _ruff(*args, cwd=ROOT):

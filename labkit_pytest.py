@@ -1,7 +1,9 @@
 """labkit doctor inside pytest: ``pytest --labkit-doctor mypkg.ops`` makes one test item per op overload.
 
 Registered through the ``pytest11`` entry point, so it is there wherever labkit is installed, and does nothing
-unless asked: without ``--labkit-doctor`` it adds no item and imports neither torch nor labkit's doctor. Each item
+unless asked: without ``--labkit-doctor`` it adds no item and imports neither torch nor labkit (a test checks
+it). That is why it is a top-level module beside the package, not ``labkit.pytest_plugin``: importing anything
+inside ``labkit`` runs ``labkit/__init__.py``, which imports torch, in every pytest run of the environment. Each item
 is named after its overload (``labkit-doctor::mypkg.ops::ns::name.default``), carries the ``labkit_doctor`` marker
 (``-m labkit_doctor`` selects them alone), fails with every finding in full (torch's whole message, the fix, the
 docs), and skips an op without samples with the sentence saying what to add. The first item pays Inductor's
@@ -41,21 +43,21 @@ class DoctorItem(pytest.Item):
         self.add_marker("labkit_doctor")
 
     def setup(self):
-        from . import warmup
+        from labkit import warmup
 
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         say = (lambda text: reporter.write_line(text)) if reporter is not None else (lambda _: None)
         warmup.run(say=say)
 
     def runtest(self):
-        from . import doctor
+        from labkit import doctor
 
         report = doctor.examine_in_report(self.target, self.tables)
         result = report.results[0]
         if result.verdict == doctor.SKIP:
             pytest.skip(result.notes[0] if result.notes else "not checked")
         if result.verdict == doctor.FAIL:
-            from .doctor import formats
+            from labkit.doctor import formats
 
             raise DoctorFailure(formats.failure_text(report))
 
@@ -72,7 +74,7 @@ def pytest_collection_modifyitems(session, config, items):
     modules, namespaces = config.getoption("labkit_doctor"), config.getoption("labkit_doctor_namespace")
     if not modules and not namespaces:
         return
-    from . import doctor
+    from labkit import doctor
 
     try:
         targets, imported = doctor.discover(modules, namespaces)
@@ -88,6 +90,6 @@ def pytest_collection_modifyitems(session, config, items):
 def labkit_doctor():
     """``labkit_doctor(op, samples)``: examine one op (every overload) and fail the test with the report if anything
     is found; ``samples`` a list of (args, kwargs) pairs or a SAMPLES dict. Returns the report."""
-    from .doctor import assert_clean
+    from labkit.doctor import assert_clean
 
     return assert_clean
