@@ -524,6 +524,8 @@ for result in after.results:
 #   breaks the graph and runs eagerly; a shape-following op does not, unless its frame is past `recompile_limit`.
 #   "reset fixes it" is false: the trap after a changed declaration is the compile caches.
 # - A model's bugs come one at a time: a compile error hides a silent one behind it. Fix, re-audit, re-compare.
+# - In your CI, `python -m labkit doctor mypkg.ops` runs these checks on each op the module registers, and exits 1
+#   on a finding.
 #
 # ## Questions
 #
