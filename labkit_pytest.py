@@ -28,8 +28,34 @@ def pytest_addoption(parser):
                     help="also every op of namespace NS (C++ ops), repeatable")
 
 
+_BEFORE = pytest.StashKey[set]()
+_FOUND = pytest.StashKey[tuple]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config, parser, args):
+    """The ops registered before the project's conftest files import anything: what its imports add is then told
+    apart from torch's (only when asked: otherwise nothing is imported)."""
+    asked = early_config.known_args_namespace
+    if getattr(asked, "labkit_doctor", None) or getattr(asked, "labkit_doctor_namespace", None):
+        from labkit import doctor
+
+        early_config.stash[_BEFORE] = doctor.op_snapshot()
+
+
 def pytest_configure(config):
+    """Find the ops before collection: the tests' imports would otherwise register them before the doctor looked."""
     config.addinivalue_line("markers", "labkit_doctor: an op overload examined by labkit doctor")
+    modules, namespaces = config.getoption("labkit_doctor"), config.getoption("labkit_doctor_namespace")
+    if not modules and not namespaces:
+        return
+    from labkit import doctor
+
+    try:
+        targets, imported = doctor.discover(modules, namespaces, before=config.stash.get(_BEFORE, None))
+    except doctor.UsageError as problem:
+        raise pytest.UsageError(f"--labkit-doctor: {problem}") from None
+    config.stash[_FOUND] = (targets, doctor.sample_tables(imported))
 
 
 class DoctorFailure(Exception):
@@ -71,16 +97,9 @@ class DoctorItem(pytest.Item):
 
 
 def pytest_collection_modifyitems(session, config, items):
-    modules, namespaces = config.getoption("labkit_doctor"), config.getoption("labkit_doctor_namespace")
-    if not modules and not namespaces:
+    if _FOUND not in config.stash:
         return
-    from labkit import doctor
-
-    try:
-        targets, imported = doctor.discover(modules, namespaces)
-    except doctor.UsageError as problem:
-        raise pytest.UsageError(f"--labkit-doctor: {problem}") from None
-    tables = doctor.sample_tables(imported)
+    targets, tables = config.stash[_FOUND]
     for target in targets:
         items.append(DoctorItem.from_parent(session, name=f"labkit-doctor::{target.found_in}::{target.name}",
                                             target=target, tables=tables))

@@ -60,6 +60,7 @@ def doctor(argv: list[str] | None = None) -> int:
 
     say = None if args.quiet else doctor_module.say_to_stderr
     try:
+        before = doctor_module.op_snapshot()    # before any import: a SAMPLES module may import the ops
         extra = [doctor_module.import_module(name) for name in args.samples]
         samples = {}
         for module in extra:
@@ -67,7 +68,8 @@ def doctor(argv: list[str] | None = None) -> int:
             if not isinstance(table, dict):
                 raise doctor_module.UsageError(f"{module.__name__} has no SAMPLES dict.")
             samples.update(table)
-        report = doctor_module.run(args.modules, args.namespace, samples=samples or None, ops_only=args.op, say=say)
+        report = doctor_module.run(args.modules, args.namespace, samples=samples or None, ops_only=args.op, say=say,
+                                   before=before)
     except doctor_module.UsageError as problem:
         print(f"labkit doctor: {problem}", file=sys.stderr)
         return USAGE_ERROR

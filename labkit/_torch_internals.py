@@ -727,6 +727,14 @@ def schema_arguments(overload) -> list[tuple[str, str, bool, bool]]:
     return [(a.name, str(a.type), a.has_default_value(), a.kwarg_only) for a in overload._schema.arguments]
 
 
+def library_op_names(value) -> set[str] | None:
+    """The ops a ``torch.library.Library`` defined (``"ns::name"``, ``"ns::name.overload"``; its private
+    ``_op_defs``); None when ``value`` is no Library. How a module imported before the doctor looked is read."""
+    if not isinstance(value, torch.library.Library):
+        return None
+    return set(getattr(value, "_op_defs", ()) or ())
+
+
 def op_key(value) -> str | None:
     """The name a CustomOpDef, ``torch.ops.ns.name`` (a packet) or an overload stands for: ``"ns::name"`` for the
     first two, ``"ns::name.overload"`` for an overload; None for anything else. Reads no dispatcher state."""

@@ -28,7 +28,7 @@ Not here: any of that work (this file gathers the public names), the command lin
 pytest's items (``labkit_pytest`` (beside the package)), and private torch.
 """
 
-from .discovery import Target, UsageError, discover, import_module
+from .discovery import Target, UsageError, discover, import_module, op_snapshot
 from .examining import examine
 from .report import FAIL, PASS, SKIP, DoctorReport, Finding, OpResult, Sample, describe_value, environment
 from .running import assert_clean, check, examine_in_report, run, say_to_stderr
@@ -38,5 +38,6 @@ from .steps import STEPS, Step
 __all__ = ["run", "check", "assert_clean", "discover", "examine", "DoctorReport", "OpResult", "Finding", "Sample",
            "UsageError", "STEPS",
            # also used by labkit's command line and pytest plugin, and named in the docs
-           "Step", "Target", "import_module", "samples_for", "sample_tables", "examine_in_report", "say_to_stderr",
+           "Step", "Target", "import_module", "op_snapshot", "samples_for", "sample_tables", "examine_in_report",
+           "say_to_stderr",
            "describe_value", "environment", "PASS", "FAIL", "SKIP"]

@@ -69,18 +69,21 @@ def examine_in_report(target: Target, tables: list[dict]) -> DoctorReport:
 
 
 def run(modules: Iterable[str] | str = (), namespaces: Iterable[str] = (), samples: dict | None = None,
-        ops_only: Iterable[str] = (), say: Callable[[str], None] | None = say_to_stderr) -> DoctorReport:
+        ops_only: Iterable[str] = (), say: Callable[[str], None] | None = say_to_stderr,
+        before: set[str] | None = None) -> DoctorReport:
     """Import ``modules`` (dotted names or ``.py`` paths), find their custom ops (and those of ``namespaces``) and
     examine each overload. ``samples`` adds a SAMPLES table of your own (it wins over the modules'); ``ops_only``
     keeps only the overloads named (``"ns::name"`` or ``"ns::name.overload"``). ``say`` gets the progress lines
-    (None: silent). :class:`UsageError` for what cannot be examined at all; every op's defect is in the report."""
+    (None: silent). ``before``: the ops registered before the caller imported anything of the project's
+    (:func:`~labkit.doctor.discovery.op_snapshot`; its SAMPLES modules may import its ops). :class:`UsageError` for what
+    cannot be examined at all; every op's defect is in the report."""
     modules = [modules] if isinstance(modules, str) else list(modules)
     namespaces = [namespaces] if isinstance(namespaces, str) else list(namespaces)
     if not modules and not namespaces:
         raise UsageError("name at least one module (mypkg.ops) or namespace (--namespace mylib) to examine.")
     if samples is not None and not isinstance(samples, dict):
         raise UsageError(f"samples= takes a dict like SAMPLES ({{op: [(args, kwargs), ...]}}), not {brief(samples)}.")
-    targets, imported = discover(modules, namespaces)
+    targets, imported = discover(modules, namespaces, before=before, sample_keys=list(samples or {}))
     tables = sample_tables(imported, samples)
     warnings = unmatched(tables, targets)
     if ops_only:

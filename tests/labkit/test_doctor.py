@@ -248,3 +248,60 @@ def test_a_triton_op_is_found_and_examined_like_any_custom_op(tmp_path, capsys):
     status, out, err = _run(capsys, path)
     assert "t::doc_tri.default" in out, out + err
     assert status == 0, out + err
+
+
+LATE = '''
+import torch
+
+lib = torch.library.Library("t", "FRAGMENT")
+lib.define("{name}(Tensor x) -> Tensor")
+lib.impl("{name}", lambda x: x * 2, "CompositeExplicitAutograd")
+torch.library.register_fake("t::{name}", lambda x: torch.empty_like(x), lib=lib)
+SAMPLES = {{}}
+'''
+
+
+def test_ops_a_samples_module_imported_first_are_still_found(tmp_path, capsys, monkeypatch):
+    """--samples modules are imported before the ops' module: the ops they register on the way are the project's."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    _module(tmp_path, "doc_late", LATE.format(name="doc_late"))
+    _module(tmp_path, "doc_late_samples", "import torch\nimport doc_late\n"
+            "SAMPLES = {'t::doc_late': [((torch.randn(3),), {})]}\n")
+    try:
+        status, out, err = _run(capsys, "doc_late", "--samples", "doc_late_samples", "-q")
+        assert status == 0 and "t::doc_late.default" in out, out + err
+    finally:
+        sys.modules.pop("doc_late_samples", None)
+        sys.modules.pop("doc_late").lib._destroy()
+
+
+def test_a_module_imported_before_the_doctor_looked_is_read_by_the_library_it_holds(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(tmp_path))
+    _module(tmp_path, "doc_early", LATE.format(name="doc_early"))
+    import doc_early  # noqa: F401 - as a project's test, or conftest, imports it before the doctor runs
+
+    try:
+        targets, _ = doctor.discover(["doc_early"])
+        assert [t.name for t in targets] == ["t::doc_early.default"]
+        _module(tmp_path, "doc_early_empty", "X = 1\n")
+        import doc_early_empty  # noqa: F401
+
+        with pytest.raises(doctor.UsageError, match="was imported before the doctor looked"):
+            doctor.discover(["doc_early_empty"])
+    finally:
+        sys.modules.pop("doc_early_empty", None)
+        sys.modules.pop("doc_early").lib._destroy()
+
+
+def test_the_pytest_plugin_finds_ops_that_a_test_file_imports(pytester):
+    """Collection imports the project's tests, and they its ops: the plugin looks before that."""
+    pytester.makepyfile(doc_plugin_late=LATE.format(name="doc_plugin_late"))   # inputs generated from the schema
+    pytester.makepyfile(test_uses="import doc_plugin_late\n\ndef test_it():\n    assert doc_plugin_late.lib\n")
+    pytester.syspathinsert()
+    try:
+        result = pytester.runpytest_inprocess("--labkit-doctor", "doc_plugin_late", "-p", "no:cacheprovider")
+        result.assert_outcomes(passed=2)
+    finally:
+        module = sys.modules.pop("doc_plugin_late", None)
+        if module is not None:
+            module.lib._destroy()
