@@ -53,9 +53,11 @@ def pytest_configure(config):
 
     try:
         targets, imported = doctor.discover(modules, namespaces, before=config.stash.get(_BEFORE, None))
+        tables = doctor.sample_tables(imported)
+        doctor.refuse_unmatched(tables, targets)
     except doctor.UsageError as problem:
         raise pytest.UsageError(f"--labkit-doctor: {problem}") from None
-    config.stash[_FOUND] = (targets, doctor.sample_tables(imported))
+    config.stash[_FOUND] = (targets, tables)
 
 
 class DoctorFailure(Exception):

@@ -23,7 +23,7 @@ from . import formats
 from .discovery import Target, UsageError, discover, full_name, op_name, targets_named
 from .examining import examine
 from .report import DoctorReport, environment
-from .samples import sample_tables, unmatched
+from .samples import refuse_unmatched, sample_tables, unmatched
 
 
 @contextlib.contextmanager
@@ -73,7 +73,8 @@ def run(modules: Iterable[str] | str = (), namespaces: Iterable[str] = (), sampl
         before: set[str] | None = None) -> DoctorReport:
     """Import ``modules`` (dotted names or ``.py`` paths), find their custom ops (and those of ``namespaces``) and
     examine each overload. ``samples`` adds a SAMPLES table of your own (it wins over the modules'); ``ops_only``
-    keeps only the overloads named (``"ns::name"`` or ``"ns::name.overload"``). ``say`` gets the progress lines
+    keeps only the overloads named (``"ns::name"`` or ``"ns::name.overload"``); a SAMPLES key that names no op found
+    is a :class:`UsageError`. ``say`` gets the progress lines
     (None: silent). ``before``: the ops registered before the caller imported anything of the project's
     (:func:`~labkit.doctor.discovery.op_snapshot`; its SAMPLES modules may import its ops). :class:`UsageError` for what
     cannot be examined at all; every op's defect is in the report."""
@@ -85,7 +86,7 @@ def run(modules: Iterable[str] | str = (), namespaces: Iterable[str] = (), sampl
         raise UsageError(f"samples= takes a dict like SAMPLES ({{op: [(args, kwargs), ...]}}), not {brief(samples)}.")
     targets, imported = discover(modules, namespaces, before=before, sample_keys=list(samples or {}))
     tables = sample_tables(imported, samples)
-    warnings = unmatched(tables, targets)
+    refuse_unmatched(tables, targets)
     if ops_only:
         wanted = {full_name(o) for o in ops_only}
         unknown = wanted - {t.name for t in targets}
@@ -94,7 +95,7 @@ def run(modules: Iterable[str] | str = (), namespaces: Iterable[str] = (), sampl
                              f"{', '.join(t.name for t in targets[:8])}.")
         targets = [t for t in targets if t.name in wanted]
     asked = [*modules, *(f"namespace {n}" for n in namespaces)]
-    return _examine_all(targets, tables, say, asked, warnings)
+    return _examine_all(targets, tables, say, asked, [])
 
 
 def check(op_list, samples: dict | None = None, say: Callable[[str], None] | None = None) -> DoctorReport:

@@ -305,3 +305,37 @@ def test_the_pytest_plugin_finds_ops_that_a_test_file_imports(pytester):
         module = sys.modules.pop("doc_plugin_late", None)
         if module is not None:
             module.lib._destroy()
+
+
+SKIPPY = '''
+import torch
+
+@torch.library.custom_op("t::{p}_listy", mutates_args=())
+def listy(xs: list[torch.Tensor]) -> torch.Tensor:
+    return torch.stack(xs).sum(0)
+
+listy.register_fake(lambda xs: torch.empty_like(xs[0]))
+'''
+
+
+def test_a_samples_key_that_names_no_op_is_exit_2_naming_the_key_and_the_ops(tmp_path, capsys):
+    path = _module(tmp_path, "doc_typo", SKIPPY.format(p="doc_typo") + "SAMPLES = {'t::doc_typoo': []}\n")
+    status, out, err = _run(capsys, path, "-q")
+    assert status == 2 and not out, out + err
+    assert "'t::doc_typoo'" in err and "t::doc_typo_listy.default" in err and err.count("\n") == 1, err
+
+
+def test_a_run_where_every_op_skipped_is_exit_2_and_strict_fails_a_skip(tmp_path, capsys):
+    path = _module(tmp_path, "doc_skippy", SKIPPY.format(p="doc_skippy"))
+    status, out, err = _run(capsys, path, "-q")
+    assert status == 2 and "nothing was checked" in err and "t::doc_skippy_listy.default" in err, out + err
+    both = _module(tmp_path, "doc_half", SKIPPY.format(p="doc_half") + '''
+@torch.library.custom_op("t::doc_half_ok", mutates_args=())
+def ok(x: torch.Tensor) -> torch.Tensor:
+    return x * 2
+
+ok.register_fake(lambda x: torch.empty_like(x))
+''')
+    assert _run(capsys, both, "-q")[0] == 0, "a skip beside a checked op is no failure by default"
+    status, out, err = _run(capsys, both, "-q", "--strict")
+    assert status == 1 and "--strict" in err and "t::doc_half_listy.default" in err, out + err
