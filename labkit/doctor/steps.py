@@ -95,6 +95,7 @@ def _converted(values, convert) -> list:
 
 
 def _outputs(value) -> list:
+    """Every item of a value, lists and tuples flattened: an op's outputs, or its inputs (a Tensor[] argument)."""
     if isinstance(value, (list, tuple)):
         return [t for item in value for t in _outputs(item)]
     return [value]
@@ -107,7 +108,7 @@ def _fake_findings(overload, sample: Sample, audited) -> tuple[list[Finding], li
     if any(f.check == "opcheck:test_faketensor" for f in audited.findings) or auditing.EAGER in audited.kinds():
         return [], []     # no fake kernel, or one opcheck already failed: that finding says it
     names, values = named_values(overload, sample)
-    floating = [v for v in values if isinstance(v, torch.Tensor) and v.is_floating_point()]
+    floating = [v for v in _outputs(values) if isinstance(v, torch.Tensor) and v.is_floating_point()]  # Tensor[] too
     variants = [("device", "the sample's inputs on the meta device", lambda t: t)]
     if floating:
         second = _second_dtype(floating[0].dtype)

@@ -339,3 +339,14 @@ ok.register_fake(lambda x: torch.empty_like(x))
     assert _run(capsys, both, "-q")[0] == 0, "a skip beside a checked op is no failure by default"
     status, out, err = _run(capsys, both, "-q", "--strict")
     assert status == 1 and "--strict" in err and "t::doc_half_listy.default" in err, out + err
+
+
+def test_a_fake_kernel_taking_a_tensor_list_is_tried_on_a_second_dtype():
+    @torch.library.custom_op("t::doc_stack_sum", mutates_args=())
+    def stack_sum(xs: list[torch.Tensor]) -> torch.Tensor:
+        return torch.stack(xs).sum(0)
+
+    stack_sum.register_fake(lambda xs: xs[0].new_empty(xs[0].shape, dtype=torch.float32))   # forgets the dtype
+    result = doctor.check(stack_sum, samples={stack_sum: [(([torch.randn(3), torch.randn(3)],), {})]}).results[0]
+    assert [f.check for f in result.findings] == ["fake:dtype"], (result.findings, result.notes)
+    assert not any("no floating-point input" in n for n in result.notes)
