@@ -66,6 +66,8 @@ def _read_samples(name: str, value, overload) -> tuple[list[Sample], list[str], 
                                              f"{' '.join(str(error).split())[:200]}")]
     if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], dict):
         value = [value]            # one (args, kwargs) pair given without its list
+    if isinstance(value, (list, tuple)) and not value:   # e.g. a CUDA-only op's entry on a CPU runner
+        return [], [f"skipped: no samples for this machine (SAMPLES[{name!r}] gives none here)"], []
     if not isinstance(value, (list, tuple)) or not value:
         return [], [], [_samples_problem(name, f"is {brief(value)}, not a list of (args, kwargs) pairs")]
     found = []

@@ -350,3 +350,23 @@ def test_a_fake_kernel_taking_a_tensor_list_is_tried_on_a_second_dtype():
     result = doctor.check(stack_sum, samples={stack_sum: [(([torch.randn(3), torch.randn(3)],), {})]}).results[0]
     assert [f.check for f in result.findings] == ["fake:dtype"], (result.findings, result.notes)
     assert not any("no floating-point input" in n for n in result.notes)
+
+
+def test_an_op_without_samples_or_a_kernel_for_this_machine_is_skipped_saying_so():
+    """A CUDA-only op on a CPU runner: its SAMPLES entry may be [] (or a function returning []), and an eager call
+    that finds no kernel for the CPU backend is this machine's limit, not the op's defect."""
+    lib = torch.library.Library("t", "FRAGMENT")
+    try:
+        lib.define("doc_gpu_only(Tensor x) -> Tensor")
+        lib.impl("doc_gpu_only", lambda x: x * 2, "CUDA")
+        torch.library.register_fake("t::doc_gpu_only", lambda x: torch.empty_like(x), lib=lib)
+        op = torch.ops.t.doc_gpu_only
+        for entry in ([], lambda: []):
+            result = doctor.check(op, samples={op: entry}).results[0]
+            assert result.verdict == "skip" and not result.findings, result
+            assert "no samples for this machine" in result.notes[0]
+        result = doctor.check(op, samples={op: [((torch.ones(2),), {})]}).results[0]
+        assert result.verdict == "skip" and not result.findings, result.findings
+        assert "no kernel for the CPU backend" in result.notes[0], result.notes
+    finally:
+        lib._destroy()
