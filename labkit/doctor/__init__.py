@@ -10,7 +10,9 @@ not hold before, plus any C++ op of a namespace named with ``namespaces=``), tak
    clone passed in another argument's place, pytorch #198031);
 2. ``fullgraph=True``, so that a graph break is named instead of passed;
 3. the fake kernel on a second dtype and on the meta device (a fake must follow its inputs' dtype and device);
-4. whether labkit's cache fingerprint covers the op's declaration (torch's own keys do not: pytorch #187319).
+4. a note (no check: nothing there can fail) on the compile caches: the doctor compiles with labkit's cache
+   fingerprint on, which holds a Python-defined op's declaration; a C++ op's it does not (nor do torch's own keys:
+   pytorch #187319), and its note says what to do.
 
 Steps 2-4 are the doctor's own (:data:`STEPS`): audit's learners meet them in lessons instead. :func:`check` does
 the same on ops given as objects (a notebook's, a test's). Nothing here raises at the project: a failing op, a

@@ -1,5 +1,5 @@
 """One overload examined (:func:`examine`): its samples, then on each sample everything :func:`labkit.audit` checks
-and the doctor's own steps (:data:`labkit.doctor.steps.STEPS`), then the cache step; audit's findings restated for
+and the doctor's own steps (:data:`labkit.doctor.steps.STEPS`), then the cache note; audit's findings restated for
 a bug report (the official page, the lab's lesson), each defect once, into one :class:`OpResult`. Never raises: a
 failing op, sample or step is a finding.
 
@@ -107,8 +107,7 @@ def examine(target: Target, tables: list[dict]) -> OpResult:
             checks_run += [step.name] if step.name not in checks_run else []
             findings += [dataclasses.replace(f, sample=index) for f in found]
             notes += [n for n in step_notes if n not in notes]
-    checks_run.append("cache")
-    notes += steps.cache_note(name)
+    notes += steps.cache_note(name)   # a note: the fingerprint holds a Python-defined op's declaration by design
     if any(f.check == "fullgraph" for f in findings):   # audit's note on the break: the finding now names it
         notes = [n for n in notes if steps.GRAPH_BREAK_NOTE not in n]
     findings = [with_learn_more(f) for f in _unique(findings)]
