@@ -190,6 +190,14 @@ def custom_op_qualnames() -> list[str]:
     return sorted(OPDEF_TO_LIB)
 
 
+def defined_by_custom_op(overload) -> bool:
+    """Whether ``overload``'s op was made by ``torch.library.custom_op`` (or ``triton_op``), whose declaration is
+    ``mutates_args``; otherwise it was declared by schema text (``Library.define``, ``torch.library.define``, C++)."""
+    from torch._library.custom_ops import OPDEF_TO_LIB
+
+    return isinstance(overload, torch._ops.OpOverload) and overload._schema.name in OPDEF_TO_LIB
+
+
 def destroy_custom_op(qualname: str) -> object | None:
     """Free a name taken by ``custom_op``: what ``custom_op`` itself does before a redefinition.
 

@@ -372,3 +372,32 @@ def test_an_op_without_samples_or_a_kernel_for_this_machine_is_skipped_saying_so
         assert "no kernel for the CPU backend" in result.notes[0], result.notes
     finally:
         lib._destroy()
+
+
+def test_fixes_are_said_in_the_terms_the_op_was_declared_in():
+    """A schema-text op (Library.define) is fixed in its schema, not in mutates_args; an out= overload returning
+    an alias of out gets the fix torch's message asks for; the first finding is never told of findings above."""
+    from labkit import auditing
+
+    lib = torch.library.Library("t", "FRAGMENT")
+    try:
+        lib.define("doc_writes(Tensor x) -> ()")
+        lib.impl("doc_writes", lambda x: None if x.mul_(2) is None else None, "CompositeExplicitAutograd")
+        torch.library.register_fake("t::doc_writes", lambda x: None, lib=lib)
+        lib.define("doc_outy.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)")
+        lib.impl("doc_outy.out", lambda x, *, out: out.copy_(x * 2), "CompositeExplicitAutograd")
+        torch.library.register_fake("t::doc_outy.out", lambda x, *, out: out, lib=lib)
+        writes = doctor.check(torch.ops.t.doc_writes, samples={"t::doc_writes": [((torch.randn(3),), {})]})
+        fixes = {f.check: f.fix for f in writes.results[0].findings}
+        assert fixes["declaration"] == fixes["opcheck:test_schema"] == "mark it written in the schema: Tensor(a!) x"
+        outy = doctor.check(torch.ops.t.doc_outy.out,
+                            samples={"t::doc_outy.out": [((torch.randn(3),), {"out": torch.zeros(3)})]})
+        findings = outy.results[0].findings
+        assert findings and all(f.fix == "return () from the out= overload, or return a new tensor"
+                                for f in findings if "alias annotations" in f.problem), findings
+        assert not any("mutates_args" in f.fix or f.fix.startswith("fix the findings above") for f in findings)
+    finally:
+        lib._destroy()
+    first = auditing.Finding("opcheck:test_aot_dispatch_dynamic", "p", "w", auditing.ABOVE_FIRST + "compare them")
+    assert [f.fix for f in auditing._first_not_told_of_above([first, first])] == [
+        "Compare them", auditing.ABOVE_FIRST + "compare them"]
