@@ -68,12 +68,12 @@ def doctor(argv: list[str] | None = None) -> int:
     say = None if args.quiet else doctor_module.say_to_stderr
     try:
         before = doctor_module.op_snapshot()    # before any import: a SAMPLES module may import the ops
-        extra = [doctor_module.import_module(name) for name in args.samples]
         samples = {}
-        for module in extra:
-            table = getattr(module, "SAMPLES", None)
+        for name in args.samples:
+            table = getattr(doctor_module.import_module(name), "SAMPLES", None)
             if not isinstance(table, dict):
-                raise doctor_module.UsageError(f"{module.__name__} has no SAMPLES dict.")
+                raise doctor_module.UsageError(f"{name} has no SAMPLES dict: give it SAMPLES = {{op: [(args, "
+                                               "kwargs), ...]}.")
             samples.update(table)
         report = doctor_module.run(args.modules, args.namespace, samples=samples or None, ops_only=args.op, say=say,
                                    before=before)

@@ -11,6 +11,7 @@ private torch (the dispatcher is read through :mod:`labkit._torch_internals`).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import importlib
 import importlib.util
 import pathlib
@@ -76,15 +77,18 @@ def import_module(name: str):
 
 
 def _path_module_name(path: pathlib.Path) -> str:
-    """The name a ``.py`` path is imported under."""
-    return path.stem
+    """The private name a ``.py`` path is imported under: never its bare stem, or a project's types.py or utils.py
+    would take the place of the standard library's module for everything imported after it."""
+    digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:10]
+    return f"labkit_doctor_{path.stem if path.stem.isidentifier() else 'module'}_{digest}"
 
 
 def _known(path: pathlib.Path):
-    """The module already imported from ``path`` (under its own name), else None."""
-    known = sys.modules.get(_path_module_name(path))
-    if known is not None and pathlib.Path(getattr(known, "__file__", "") or "").resolve() == path.resolve():
-        return known
+    """The module already imported from ``path`` (under the doctor's private name, or under its stem by the
+    project's own import), else None: running the file again would register its ops twice."""
+    for known in (sys.modules.get(_path_module_name(path)), sys.modules.get(path.stem)):
+        if known is not None and pathlib.Path(getattr(known, "__file__", "") or "").resolve() == path.resolve():
+            return known
     return None
 
 
@@ -147,6 +151,7 @@ def discover(modules: Iterable[str] = (), namespaces: Iterable[str] = (), before
     targets (sorted, each once) and the imported modules. :class:`UsageError` for a module that does not import,
     one where no op is found, or when nothing at all is found."""
     before = op_snapshot() if before is None else before
+    modules, namespaces = list(modules), list(namespaces)
     targets: dict[str, Target] = {}
     imported = []
     for name in modules:
@@ -155,7 +160,7 @@ def discover(modules: Iterable[str] = (), namespaces: Iterable[str] = (), before
         imported.append(module)
         registered = _not_torchs(internals.all_op_names() - before)
         held = _ops_held_by(module)
-        for target in targets_named(registered | held, getattr(module, "__name__", name)):
+        for target in targets_named(registered | held, name):
             targets.setdefault(target.name, target)
         if not registered and not held and not getattr(module, "SAMPLES", None) and not sample_keys:
             raise UsageError(_none_found(name, earlier))
@@ -169,7 +174,7 @@ def discover(modules: Iterable[str] = (), namespaces: Iterable[str] = (), before
                              f"{', '.join(modules) or 'nothing'}): import the module that loads them first.")
         for target in targets_named(names, f"namespace {namespace}"):
             targets.setdefault(target.name, target)
-    named = [(key, getattr(m, "__name__", "?")) for m in imported for key in _sample_keys(getattr(m, "SAMPLES", None))]
+    named = [(key, asked) for asked, m in zip(modules, imported) for key in _sample_keys(getattr(m, "SAMPLES", None))]
     named += [(key, "SAMPLES given") for key in _sample_keys(dict.fromkeys(sample_keys))]
     for key, where in named:   # an op named only in SAMPLES (registered before the doctor looked)
         for target in targets_named(_expand(key), where):

@@ -79,7 +79,7 @@ def test_a_module_with_a_correct_a_wrong_and_an_unsampled_op_gets_a_table_json_j
     random_state = torch.random.get_rng_state()
     status, out, err = _run(capsys, path, "--json", str(json_path), "--junit-xml", str(junit_path))
     assert status == 1, out + err
-    module = sys.modules["doc_ops"]
+    module = next(m for m in sys.modules.values() if getattr(m, "__file__", None) == path)
     assert torch.equal(module.OUT, torch.zeros(4)) and torch.equal(module.X, torch.arange(4.0)), \
         "the project's samples are only ever copied"
     assert torch.equal(torch.random.get_rng_state(), random_state), "the caller's random state is left alone"
@@ -401,3 +401,14 @@ def test_fixes_are_said_in_the_terms_the_op_was_declared_in():
     first = auditing.Finding("opcheck:test_aot_dispatch_dynamic", "p", "w", auditing.ABOVE_FIRST + "compare them")
     assert [f.fix for f in auditing._first_not_told_of_above([first, first])] == [
         "Compare them", auditing.ABOVE_FIRST + "compare them"]
+
+
+def test_a_py_path_is_imported_under_a_private_name_so_it_shadows_no_module(tmp_path, capsys):
+    """A project's types.py, given as a path, must not become sys.modules['types'] for everything after it."""
+    import types
+
+    path = _module(tmp_path, "types", OPS.replace("doc_", "doc_types_"))
+    status, out, err = _run(capsys, path, "-q", "--op", "t::doc_types_good")
+    assert status == 0 and "t::doc_types_good.default" in out and path in out, out + err
+    assert sys.modules["types"] is types, "the standard library's types is still the one imported"
+    assert _run(capsys, path, "-q", "--op", "t::doc_types_good")[0] == 0, "a second run reuses the module"
