@@ -412,3 +412,12 @@ def test_a_py_path_is_imported_under_a_private_name_so_it_shadows_no_module(tmp_
     assert status == 0 and "t::doc_types_good.default" in out and path in out, out + err
     assert sys.modules["types"] is types, "the standard library's types is still the one imported"
     assert _run(capsys, path, "-q", "--op", "t::doc_types_good")[0] == 0, "a second run reuses the module"
+
+
+def test_the_readme_says_the_doctor_agrees_with_opcheck_on_its_tests_not_on_every_overload():
+    """It flags four overloads opcheck passes: what it agrees on is each opcheck test's verdict."""
+    from repo import ROOT
+
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert "agrees with `opcheck` on every opcheck test" in readme
+    assert "agrees with `opcheck` on every overload" not in readme
