@@ -2,12 +2,13 @@
 
     python -m labkit doctor mypkg.ops [more.modules ...] [--namespace NS] [--op ns::name[.overload]]
                                       [--samples MODULE] [--strict] [--json [PATH]] [--junit-xml PATH]
-                                      [--quiet]
+                                      [--timeout-per-op SECONDS] [--quiet]
 
 Exit status: 0 when every op examined is clean, 1 on a finding (with ``--strict``, a skipped op too), 2 on bad
 usage (a module that does not import, one that registers no op, a SAMPLES key that names no op found, an unknown
-option) or when every op was skipped, so nothing was checked; said in one sentence without a traceback. Progress
-lines go to stderr; the table (or, with ``--json`` alone, the JSON) to stdout.
+option), when an op runs past ``--timeout-per-op`` (its name and every thread's stack on stderr), or when every op
+was skipped, so nothing was checked; said in one sentence without a traceback. Progress lines go to stderr; the
+table (or, with ``--json`` alone, the JSON) to stdout.
 
 Not here: the doctor itself (:mod:`labkit.doctor`) and how a report is written (:mod:`labkit.doctor.formats`).
 """
@@ -34,7 +35,7 @@ def _parser() -> argparse.ArgumentParser:
                      "#198031 clone call, fake kernels on a second dtype and device, compiled with labkit's cache "
                      "fingerprint on.", epilog="Exit status: 0 clean; 1 on a finding (with --strict, a skipped op "
                      "too); 2 on bad usage (a module that does not import or registers no op, a SAMPLES key that "
-                     "names no op found) or when every op was skipped (nothing checked).")
+                     "names no op found), past --timeout-per-op, or when every op was skipped (nothing checked).")
     parser.add_argument("modules", nargs="*", help="modules (mypkg.ops) or .py files that register custom ops; "
                         "a module-level SAMPLES = {op: [(args, kwargs), ...]} gives their inputs")
     parser.add_argument("--namespace", action="append", default=[], metavar="NS",
@@ -45,6 +46,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="a module whose SAMPLES give inputs (when they live apart from the ops)")
     parser.add_argument("--strict", action="store_true", help="a skipped op (no samples, no kernel for this "
                         "machine) fails the run: exit status 1")
+    parser.add_argument("--timeout-per-op", type=float, metavar="SECONDS",
+                        help="an op overload running longer ends the run: exit status 2, naming the op, with "
+                        "every thread's stack (a hung kernel or compile)")
     parser.add_argument("--json", nargs="?", const="-", metavar="PATH",
                         help="write the report as JSON to PATH (to stdout without PATH, instead of the table)")
     parser.add_argument("--junit-xml", metavar="PATH", help="write JUnit XML (one testcase per op overload)")
@@ -56,6 +60,8 @@ def doctor(argv: list[str] | None = None) -> int:
     """``labkit doctor ...``: the report printed or written; the exit status returned."""
     try:
         args = _parser().parse_args(argv)
+        if args.timeout_per_op is not None and not args.timeout_per_op > 0:
+            _parser().error(f"--timeout-per-op takes a number of seconds above 0, not {args.timeout_per_op:g}")
         if not args.modules and not args.namespace:
             _parser().error("name a module that registers custom ops, e.g. python -m labkit doctor mypkg.ops")
     except SystemExit as done:   # --help (0) or a usage error (2, said in one sentence): a status, not an exit
@@ -76,7 +82,7 @@ def doctor(argv: list[str] | None = None) -> int:
                                                "kwargs), ...]}.")
             samples.update(table)
         report = doctor_module.run(args.modules, args.namespace, samples=samples or None, ops_only=args.op, say=say,
-                                   before=before)
+                                   before=before, timeout_per_op=args.timeout_per_op)
     except doctor_module.UsageError as problem:
         print(f"labkit doctor: {problem}", file=sys.stderr)
         return USAGE_ERROR

@@ -421,3 +421,27 @@ def test_the_readme_says_the_doctor_agrees_with_opcheck_on_its_tests_not_on_ever
     readme = " ".join((ROOT / "README.md").read_text().split())
     assert "agrees with `opcheck` on every opcheck test" in readme
     assert "agrees with `opcheck` on every overload" not in readme
+
+
+def test_an_op_past_timeout_per_op_ends_the_run_with_exit_2_naming_it(tmp_path):
+    """A hung kernel must not hang CI silently: its name and the stacks, exit status 2 (in a child: it exits)."""
+    import subprocess
+
+    from repo import ROOT
+
+    path = _module(tmp_path, "doc_hangs", '''
+        import time
+        import torch
+
+        @torch.library.custom_op("t::doc_hangs", mutates_args=())
+        def hangs(x: torch.Tensor) -> torch.Tensor:
+            time.sleep(600)
+            return x.clone()
+
+        hangs.register_fake(lambda x: torch.empty_like(x))
+    ''')
+    done = subprocess.run([sys.executable, "-m", "labkit", "doctor", path, "--timeout-per-op", "2", "-q"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert "t::doc_hangs.default ran past --timeout-per-op 2 s" in done.stderr, done.stderr[-3000:]
+    assert "time.sleep" in done.stderr or "in hangs" in done.stderr, "the stacks show where it hung"
