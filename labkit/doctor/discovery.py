@@ -151,13 +151,16 @@ def discover(modules: Iterable[str] = (), namespaces: Iterable[str] = (), before
     targets (sorted, each once) and the imported modules. :class:`UsageError` for a module that does not import,
     one where no op is found, or when nothing at all is found."""
     before = op_snapshot() if before is None else before
-    modules, namespaces = list(modules), list(namespaces)
+    modules, namespaces = list(dict.fromkeys(modules)), list(dict.fromkeys(namespaces))   # each once
     targets: dict[str, Target] = {}
-    imported = []
+    imported, asked_as = [], []   # the modules, and the name each was asked by
     for name in modules:
         earlier = _was_imported(name)
         module = import_module(name)
+        if any(module is seen for seen in imported):
+            continue     # the same module by another name (mypkg/ops.py and mypkg.ops): read once
         imported.append(module)
+        asked_as.append(name)
         registered = _not_torchs(internals.all_op_names() - before)
         held = _ops_held_by(module)
         for target in targets_named(registered | held, name):
@@ -174,7 +177,7 @@ def discover(modules: Iterable[str] = (), namespaces: Iterable[str] = (), before
                              f"{', '.join(modules) or 'nothing'}): import the module that loads them first.")
         for target in targets_named(names, f"namespace {namespace}"):
             targets.setdefault(target.name, target)
-    named = [(key, asked) for asked, m in zip(modules, imported) for key in _sample_keys(getattr(m, "SAMPLES", None))]
+    named = [(key, asked) for asked, m in zip(asked_as, imported) for key in _sample_keys(getattr(m, "SAMPLES", None))]
     named += [(key, "SAMPLES given") for key in _sample_keys(dict.fromkeys(sample_keys))]
     for key, where in named:   # an op named only in SAMPLES (registered before the doctor looked)
         for target in targets_named(_expand(key), where):

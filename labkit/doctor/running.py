@@ -110,8 +110,8 @@ def run(modules: Iterable[str] | str = (), namespaces: Iterable[str] = (), sampl
     (:func:`~labkit.doctor.discovery.op_snapshot`; its SAMPLES modules may import its ops). ``timeout_per_op``:
     seconds an overload may take before the process exits 2 naming it (the command line's ``--timeout-per-op``).
     :class:`UsageError` for what cannot be examined at all; every op's defect is in the report."""
-    modules = [modules] if isinstance(modules, str) else list(modules)
-    namespaces = [namespaces] if isinstance(namespaces, str) else list(namespaces)
+    modules = [modules] if isinstance(modules, str) else list(dict.fromkeys(modules))   # each once
+    namespaces = [namespaces] if isinstance(namespaces, str) else list(dict.fromkeys(namespaces))
     if not modules and not namespaces:
         raise UsageError("name at least one module (mypkg.ops) or namespace (--namespace mylib) to examine.")
     if samples is not None and not isinstance(samples, dict):

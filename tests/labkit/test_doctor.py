@@ -445,3 +445,15 @@ def test_an_op_past_timeout_per_op_ends_the_run_with_exit_2_naming_it(tmp_path):
     assert done.returncode == 2, done.stderr[-3000:]
     assert "t::doc_hangs.default ran past --timeout-per-op 2 s" in done.stderr, done.stderr[-3000:]
     assert "time.sleep" in done.stderr or "in hangs" in done.stderr, "the stacks show where it hung"
+
+
+def test_a_module_given_twice_or_by_two_names_is_read_once(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(tmp_path))
+    path = _module(tmp_path, "doc_twice_given", SKIPPY.format(p="doc_twice_given"))
+    try:
+        targets, imported = doctor.discover(["doc_twice_given", "doc_twice_given", path])
+        assert len(imported) == 1 and [t.name for t in targets] == ["t::doc_twice_given_listy.default"]
+        report = doctor.run(["doc_twice_given", "doc_twice_given"], say=None)
+        assert report.targets == ["doc_twice_given"], report.targets
+    finally:
+        sys.modules.pop("doc_twice_given", None)
