@@ -457,3 +457,22 @@ def test_a_module_given_twice_or_by_two_names_is_read_once(tmp_path, monkeypatch
         assert report.targets == ["doc_twice_given"], report.targets
     finally:
         sys.modules.pop("doc_twice_given", None)
+
+
+def test_the_pytest_plugin_finds_ops_a_conftest_imports_and_its_module_does_not_hold(pytester):
+    """The snapshot is taken before conftest files load: an op defined by torch.library.define, whose module keeps
+    no handle on it, is still told apart from what was there before."""
+    pytester.makepyfile(doc_plugin_hidden='''
+        import torch
+
+        torch.library.define("t::doc_plugin_hidden", "(Tensor x) -> Tensor")
+        torch.library.impl("t::doc_plugin_hidden", "CompositeExplicitAutograd")(lambda x: x * 2)
+        torch.library.register_fake("t::doc_plugin_hidden")(lambda x: torch.empty_like(x))
+    ''')
+    pytester.makeconftest("import doc_plugin_hidden  # noqa: F401\n")
+    pytester.syspathinsert()
+    try:
+        result = pytester.runpytest_inprocess("--labkit-doctor", "doc_plugin_hidden", "-p", "no:cacheprovider")
+        result.assert_outcomes(passed=1)
+    finally:
+        sys.modules.pop("doc_plugin_hidden", None)
