@@ -7,7 +7,9 @@ inside ``labkit`` runs ``labkit/__init__.py``, which imports torch, in every pyt
 is named after its overload (``labkit-doctor::mypkg.ops::ns::name.default``), carries the ``labkit_doctor`` marker
 (``-m labkit_doctor`` selects them alone), fails with every finding in full (torch's whole message, the fix, the
 docs), and skips an op without samples with the sentence saying what to add. The first item pays Inductor's
-warm-up, once, with a line on the terminal.
+warm-up, once, with a line on the terminal. The ops are found before collection (the registry noted before the
+conftest files load, the modules imported in ``pytest_configure``): the tests' own imports of the project would
+otherwise register them before the doctor looked.
 
 For a project's own test: the ``labkit_doctor`` fixture is :func:`labkit.doctor.assert_clean`
 (``labkit_doctor(my_op, [((torch.randn(4),), {})])`` raises AssertionError with the report).
