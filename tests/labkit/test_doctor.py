@@ -472,7 +472,11 @@ def test_the_pytest_plugin_finds_ops_a_conftest_imports_and_its_module_does_not_
     pytester.makeconftest("import doc_plugin_hidden  # noqa: F401\n")
     pytester.syspathinsert()
     try:
-        result = pytester.runpytest_inprocess("--labkit-doctor", "doc_plugin_hidden", "-p", "no:cacheprovider")
-        result.assert_outcomes(passed=1)
+        # collection only: finding it is the point (pytester's in-process runs unload the torch modules they
+        # import, and compiling again in a later run can then trip on torch's re-imported registries)
+        result = pytester.runpytest_inprocess("--labkit-doctor", "doc_plugin_hidden", "-p", "no:cacheprovider",
+                                              "--collect-only", "-q")
+        assert result.ret == 0, result.stdout.str() + result.stderr.str()
+        result.stdout.fnmatch_lines(["*labkit-doctor::doc_plugin_hidden::t::doc_plugin_hidden.default*"])
     finally:
         sys.modules.pop("doc_plugin_hidden", None)
