@@ -7,7 +7,9 @@ inside ``labkit`` runs ``labkit/__init__.py``, which imports torch, in every pyt
 is named after its overload (``labkit-doctor::mypkg.ops::ns::name.default``), carries the ``labkit_doctor`` marker
 (``-m labkit_doctor`` selects them alone), fails with every finding in full (torch's whole message, the fix, the
 docs), and skips an op without samples with the sentence saying what to add. The first item pays Inductor's
-warm-up, once, with a line on the terminal.
+warm-up, once, with a line on the terminal. The ops are found before collection (the registry noted before the
+conftest files load, the modules imported in ``pytest_configure``): the tests' own imports of the project would
+otherwise register them before the doctor looked.
 
 For a project's own test: the ``labkit_doctor`` fixture is :func:`labkit.doctor.assert_clean`
 (``labkit_doctor(my_op, [((torch.randn(4),), {})])`` raises AssertionError with the report).
@@ -28,8 +30,36 @@ def pytest_addoption(parser):
                     help="also every op of namespace NS (C++ ops), repeatable")
 
 
+_BEFORE = pytest.StashKey[set]()
+_FOUND = pytest.StashKey[tuple]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config, parser, args):
+    """The ops registered before the project's conftest files import anything: what its imports add is then told
+    apart from torch's (only when asked: otherwise nothing is imported)."""
+    asked = early_config.known_args_namespace
+    if getattr(asked, "labkit_doctor", None) or getattr(asked, "labkit_doctor_namespace", None):
+        from labkit import doctor
+
+        early_config.stash[_BEFORE] = doctor.op_snapshot()
+
+
 def pytest_configure(config):
+    """Find the ops before collection: the tests' imports would otherwise register them before the doctor looked."""
     config.addinivalue_line("markers", "labkit_doctor: an op overload examined by labkit doctor")
+    modules, namespaces = config.getoption("labkit_doctor"), config.getoption("labkit_doctor_namespace")
+    if not modules and not namespaces:
+        return
+    from labkit import doctor
+
+    try:
+        targets, imported = doctor.discover(modules, namespaces, before=config.stash.get(_BEFORE, None))
+        tables = doctor.sample_tables(imported)
+        doctor.refuse_unmatched(tables, targets)
+    except doctor.UsageError as problem:
+        raise pytest.UsageError(f"--labkit-doctor: {problem}") from None
+    config.stash[_FOUND] = (targets, tables)
 
 
 class DoctorFailure(Exception):
@@ -71,16 +101,9 @@ class DoctorItem(pytest.Item):
 
 
 def pytest_collection_modifyitems(session, config, items):
-    modules, namespaces = config.getoption("labkit_doctor"), config.getoption("labkit_doctor_namespace")
-    if not modules and not namespaces:
+    if _FOUND not in config.stash:
         return
-    from labkit import doctor
-
-    try:
-        targets, imported = doctor.discover(modules, namespaces)
-    except doctor.UsageError as problem:
-        raise pytest.UsageError(f"--labkit-doctor: {problem}") from None
-    tables = doctor.sample_tables(imported)
+    targets, tables = config.stash[_FOUND]
     for target in targets:
         items.append(DoctorItem.from_parent(session, name=f"labkit-doctor::{target.found_in}::{target.name}",
                                             target=target, tables=tables))

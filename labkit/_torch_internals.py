@@ -190,6 +190,14 @@ def custom_op_qualnames() -> list[str]:
     return sorted(OPDEF_TO_LIB)
 
 
+def defined_by_custom_op(overload) -> bool:
+    """Whether ``overload``'s op was made by ``torch.library.custom_op`` (or ``triton_op``), whose declaration is
+    ``mutates_args``; otherwise it was declared by schema text (``Library.define``, ``torch.library.define``, C++)."""
+    from torch._library.custom_ops import OPDEF_TO_LIB
+
+    return isinstance(overload, torch._ops.OpOverload) and overload._schema.name in OPDEF_TO_LIB
+
+
 def destroy_custom_op(qualname: str) -> object | None:
     """Free a name taken by ``custom_op``: what ``custom_op`` itself does before a redefinition.
 
@@ -725,6 +733,14 @@ def schema_arguments(overload) -> list[tuple[str, str, bool, bool]]:
     """Each argument of the overload's schema: ``(name, type as the schema spells it, has a default, keyword-only)``,
     e.g. ``("x", "Tensor", False, False)``, ``("alpha", "float", True, True)``."""
     return [(a.name, str(a.type), a.has_default_value(), a.kwarg_only) for a in overload._schema.arguments]
+
+
+def library_op_names(value) -> set[str] | None:
+    """The ops a ``torch.library.Library`` defined (``"ns::name"``, ``"ns::name.overload"``; its private
+    ``_op_defs``); None when ``value`` is no Library. How a module imported before the doctor looked is read."""
+    if not isinstance(value, torch.library.Library):
+        return None
+    return set(getattr(value, "_op_defs", ()) or ())
 
 
 def op_key(value) -> str | None:

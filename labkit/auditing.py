@@ -49,13 +49,15 @@ from .stages import compile_and_compare
 
 COMPILE_MODES = (("aot_eager", False), ("aot_eager", True), ("inductor", False), ("inductor", True))
 
+ABOVE_FIRST = "fix the findings above first; then "   # dropped from the first finding, which has none above
+
 OPCHECK_ADVICE = {
     "test_schema": ("the schema does not match what the kernel does (an undeclared write, or an output that "
                     "aliases an input)", "declare every written argument in mutates_args; return new tensors"),
     "test_faketensor": ("the compiler traces with fake tensors; without a correct fake kernel it cannot know the "
                         "output's shape", "register_fake a function returning empty tensors of the right shape"),
     "test_aot_dispatch_dynamic": ("AOTAutograd's result differs from eager or fails",
-                                  "fix the findings above first; then compare shapes/dtypes of the fake kernel"),
+                                  ABOVE_FIRST + "compare shapes/dtypes of the fake kernel"),
     "test_autograd_registration": ("autograd would not see the op correctly",
                                    "use register_autograd instead of a manual autograd.Function around the op"),
 }
@@ -63,6 +65,9 @@ OPCHECK_ADVICE = {
 
 # What torch's message says went wrong -> (why it matters, the fix); tried in order, before OPCHECK_ADVICE.
 MESSAGE_ADVICE = (
+    (r"output has alias annotations",
+     ("the schema returns an alias of an argument (Tensor(a!) in its returns): torch.compile cannot functionalize "
+      "a custom op that does", "return () from the out= overload, or return a new tensor")),
     (r"Argument (\w+) is not defined as mutable but was mutated",
      ("the kernel writes an argument its schema says it only reads", "add '{0}' to mutates_args")),
     (r"must not also be an input|may not alias",
@@ -84,13 +89,35 @@ MESSAGE_ADVICE = (
 )
 
 
-def _opcheck_advice(test: str, outcome: str) -> tuple[str, str]:
-    """(why, fix) for a failed opcheck test, read from torch's message first so it cannot contradict it."""
+def _opcheck_advice(test: str, outcome: str, overload=None) -> tuple[str, str]:
+    """(why, fix) for a failed opcheck test, read from torch's message first so it cannot contradict it; the fix
+    in the terms of how the op was declared (:func:`_undeclared_write_fix`)."""
     for pattern, (why, fix) in MESSAGE_ADVICE:
         found = re.search(pattern, outcome)
         if found:
+            if fix == "add '{0}' to mutates_args":
+                return why, _undeclared_write_fix(overload, found.group(1))
             return why, fix.format(*found.groups())
     return OPCHECK_ADVICE.get(test, ("opcheck failed", "see torch's message"))
+
+
+def _undeclared_write_fix(overload, name: str) -> str:
+    """An undeclared write's fix where it is declared: ``mutates_args`` for a custom_op (the wording the lessons
+    show), the schema's ``Tensor(a!)`` for an op declared by schema text (Library.define, torch.library.define)."""
+    if overload is None or internals.defined_by_custom_op(overload):
+        return f"add '{name}' to mutates_args"
+    return f"mark it written in the schema: Tensor(a!) {name}"
+
+
+_ALIAS_RETURN_FIX = MESSAGE_ADVICE[0][1][1]
+
+
+def _first_not_told_of_above(findings: list) -> list:
+    """The first finding has nothing above it: its fix must not send the reader to findings above."""
+    if findings and findings[0].fix.startswith(ABOVE_FIRST):
+        fix = findings[0].fix[len(ABOVE_FIRST):]
+        findings = [dataclasses.replace(findings[0], fix=fix[:1].upper() + fix[1:]), *findings[1:]]
+    return findings
 
 
 # --- what a finding is about: its kind -------------------------------------------------------------------
@@ -217,7 +244,7 @@ def _declaration_findings(overload, call: _Call) -> list[Finding]:
             DECLARATION, f"the kernel changes '{name}' in place but does not declare it",
             "the compiler believes the schema: it may drop the call or the write, silently (see notebooks "
             f"{notebook_about('a silent wrong result').number}, {notebook_about('mutates_args').number})",
-            f"add '{name}' to mutates_args"))
+            _undeclared_write_fix(overload, name)))
     torch_own = internals.qualname_of(overload).partition("::")[0] in TORCH_OP_NAMESPACES
     for name in sorted(declared - written):
         if torch_own or _writes_on_other_values(overload, call, name):
@@ -286,7 +313,7 @@ def _opcheck_findings(overload, call: _Call) -> list[Finding]:
                                         "a limit of opcheck, not a finding about the op", "audit again with "
                                         "inputs of a dtype every kernel has (float32) to run that test"))
                 continue
-            why, fix = _opcheck_advice(test, outcome)
+            why, fix = _opcheck_advice(test, outcome, overload)
             if nan_inputs and "are different" in outcome:
                 fix = (f"first rerun on inputs without NaN: {', '.join(nan_inputs)} holds NaN, and opcheck "
                        f"compares outputs with NaN != NaN, so this can be a false alarm")
@@ -320,6 +347,7 @@ def _compile_findings(overload, call: _Call) -> list[Finding]:
             failures.setdefault(problem, []).append(label)
     found = [Finding(COMPILE, f"{problem} ({' / '.join(labels)})",
                      "this is what a user of the op would see under torch.compile",
+                     _ALIAS_RETURN_FIX if re.search(MESSAGE_ADVICE[0][0], problem) else
                      "fix the declaration findings; a compile error usually means a missing or wrong fake kernel",
                      detail=details.get(problem, ""))
              for problem, labels in failures.items()]
@@ -594,7 +622,8 @@ def audit(op, /, *sample_args, **sample_kwargs) -> AuditReport:
             eager = " ".join(f.problem for f in findings if kind_of(f) == EAGER)
             findings += _not_repeating(_run_check(check, overload, call), eager)
     notes = "".join(f"{note.problem} ({note.fix}); " for note in findings if kind_of(note) == NOTE)
-    findings = _with_compiled_consequence([f for f in findings if kind_of(f) != NOTE], compile_ran=COMPILE in run)
+    findings = _first_not_told_of_above(
+        _with_compiled_consequence([f for f in findings if kind_of(f) != NOTE], compile_ran=COMPILE in run))
     return AuditReport(internals.qualname_of(overload), internals.schema_of(overload), findings, run,
                        notes + CANNOT_SEE, time.perf_counter() - start)
 

@@ -460,7 +460,8 @@ def run_doctor_row(torch_version: str, python: str, venv_root: Path, keep: bool,
         row["findings"] = {r["op"]: sorted({f["check"] for f in r["findings"]}) for r in report["results"]
                            if r["verdict"] == "fail"}
         row["report"] = report
-        row["result"] = "clean" if status == 0 else "findings"
+        row["result"] = {0: "clean", 1: "findings"}.get(status, f"nothing checked or stopped (exit {status}: "
+                                                                 "see the log)")
     print(f"[doctor {torch_version}] {row['result']}", flush=True)
     return row
 

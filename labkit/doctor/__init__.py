@@ -10,7 +10,9 @@ not hold before, plus any C++ op of a namespace named with ``namespaces=``), tak
    clone passed in another argument's place, pytorch #198031);
 2. ``fullgraph=True``, so that a graph break is named instead of passed;
 3. the fake kernel on a second dtype and on the meta device (a fake must follow its inputs' dtype and device);
-4. whether labkit's cache fingerprint covers the op's declaration (torch's own keys do not: pytorch #187319).
+4. a note (no check: nothing there can fail) on the compile caches: the doctor compiles with labkit's cache
+   fingerprint on, which holds a Python-defined op's declaration; a C++ op's it does not (nor do torch's own keys:
+   pytorch #187319), and its note says what to do.
 
 Steps 2-4 are the doctor's own (:data:`STEPS`): audit's learners meet them in lessons instead. :func:`check` does
 the same on ops given as objects (a notebook's, a test's). Nothing here raises at the project: a failing op, a
@@ -28,15 +30,16 @@ Not here: any of that work (this file gathers the public names), the command lin
 pytest's items (``labkit_pytest`` (beside the package)), and private torch.
 """
 
-from .discovery import Target, UsageError, discover, import_module
+from .discovery import Target, UsageError, discover, import_module, op_snapshot
 from .examining import examine
 from .report import FAIL, PASS, SKIP, DoctorReport, Finding, OpResult, Sample, describe_value, environment
 from .running import assert_clean, check, examine_in_report, run, say_to_stderr
-from .samples import sample_tables, samples_for
+from .samples import refuse_unmatched, sample_tables, samples_for
 from .steps import STEPS, Step
 
 __all__ = ["run", "check", "assert_clean", "discover", "examine", "DoctorReport", "OpResult", "Finding", "Sample",
            "UsageError", "STEPS",
            # also used by labkit's command line and pytest plugin, and named in the docs
-           "Step", "Target", "import_module", "samples_for", "sample_tables", "examine_in_report", "say_to_stderr",
+           "Step", "Target", "import_module", "op_snapshot", "samples_for", "sample_tables", "examine_in_report",
+           "say_to_stderr", "refuse_unmatched",
            "describe_value", "environment", "PASS", "FAIL", "SKIP"]

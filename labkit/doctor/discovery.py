@@ -11,6 +11,7 @@ private torch (the dispatcher is read through :mod:`labkit._torch_internals`).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import importlib
 import importlib.util
 import pathlib
@@ -46,12 +47,12 @@ def import_module(name: str):
         if name.endswith(".py") or "/" in name:
             if not path.is_file():
                 raise UsageError(f"{name}: no such file.")
-            known = sys.modules.get(path.stem)
-            if known is not None and pathlib.Path(getattr(known, "__file__", "") or "").resolve() == path.resolve():
+            known = _known(path)
+            if known is not None:
                 return known    # imported before: running it again would register its ops twice
-            spec = importlib.util.spec_from_file_location(path.stem, path)
+            spec = importlib.util.spec_from_file_location(_path_module_name(path), path)
             module = importlib.util.module_from_spec(spec)
-            sys.modules[path.stem] = module
+            sys.modules[spec.name] = module
             spec.loader.exec_module(module)
             return module
         return importlib.import_module(name)
@@ -75,6 +76,22 @@ def import_module(name: str):
                          f"{' '.join(str(error).split())[:300]}") from None
 
 
+def _path_module_name(path: pathlib.Path) -> str:
+    """The private name a ``.py`` path is imported under: never its bare stem, or a project's types.py or utils.py
+    would take the place of the standard library's module for everything imported after it."""
+    digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:10]
+    return f"labkit_doctor_{path.stem if path.stem.isidentifier() else 'module'}_{digest}"
+
+
+def _known(path: pathlib.Path):
+    """The module already imported from ``path`` (under the doctor's private name, or under its stem by the
+    project's own import), else None: running the file again would register its ops twice."""
+    for known in (sys.modules.get(_path_module_name(path)), sys.modules.get(path.stem)):
+        if known is not None and pathlib.Path(getattr(known, "__file__", "") or "").resolve() == path.resolve():
+            return known
+    return None
+
+
 def _not_torchs(names: Iterable[str]) -> set[str]:
     return {n for n in names if n.partition("::")[0] not in TORCH_OP_NAMESPACES}
 
@@ -95,10 +112,15 @@ def targets_named(names: Iterable[str], found_in: str) -> list[Target]:
 
 
 def _ops_held_by(module) -> set[str]:
-    """The ops a module's globals hold (a CustomOpDef, ``torch.ops.ns.name``, an overload, a labkit op), each
-    overload by name: how an already-imported module (whose import registered before the doctor looked) is read."""
+    """The ops a module's globals hold (a CustomOpDef, ``torch.ops.ns.name``, an overload, a labkit op, a
+    ``torch.library.Library``), each overload by name: how a module imported before the doctor looked (so that its
+    registrations were already in the snapshot) is read."""
     names = set()
     for value in list(vars(module).values()):
+        defined = internals.library_op_names(value)
+        if defined is not None:
+            names |= {full_name(n) for n in defined}
+            continue
         key = internals.op_key(value)
         if key is None and isinstance(value, ops.LabOp):
             key = f"{value.name}.default"
@@ -110,26 +132,41 @@ def _ops_held_by(module) -> set[str]:
     return _not_torchs(names)
 
 
-def discover(modules: Iterable[str] = (), namespaces: Iterable[str] = ()) -> tuple[list[Target], list]:
-    """Import each module and find the overloads it registered; add every op of each namespace. Returns the targets
-    (sorted, each once) and the imported modules. :class:`UsageError` for a module that does not import, or when
-    nothing at all is found."""
+def op_snapshot() -> set[str]:
+    """Every op the dispatcher holds now: take it before importing anything of the project's (its SAMPLES modules
+    too, which may import its ops), so that :func:`discover` finds what those imports registered."""
+    return internals.all_op_names()
+
+
+def _was_imported(name: str) -> bool:
+    is_path = name.endswith(".py") or "/" in name
+    return _known(pathlib.Path(name)) is not None if is_path else name in sys.modules
+
+
+def discover(modules: Iterable[str] = (), namespaces: Iterable[str] = (), before: set[str] | None = None,
+             sample_keys: Iterable = ()) -> tuple[list[Target], list]:
+    """Import each module and find the overloads registered since ``before`` (:func:`op_snapshot`, taken by the
+    caller before it imported anything of the project's; else now), those the modules hold in their globals and
+    those their SAMPLES (and ``sample_keys``, the caller's) name; add every op of each namespace. Returns the
+    targets (sorted, each once) and the imported modules. :class:`UsageError` for a module that does not import,
+    one where no op is found, or when nothing at all is found."""
+    before = op_snapshot() if before is None else before
+    modules, namespaces = list(dict.fromkeys(modules)), list(dict.fromkeys(namespaces))   # each once
     targets: dict[str, Target] = {}
-    imported = []
+    imported, asked_as = [], []   # the modules, and the name each was asked by
     for name in modules:
-        is_path = name.endswith(".py") or "/" in name
-        fresh = (pathlib.Path(name).stem if is_path else name) not in sys.modules
-        before = internals.all_op_names()
+        earlier = _was_imported(name)
         module = import_module(name)
+        if any(module is seen for seen in imported):
+            continue     # the same module by another name (mypkg/ops.py and mypkg.ops): read once
         imported.append(module)
-        registered = _not_torchs(internals.all_op_names() - before) if fresh else set()
+        asked_as.append(name)
+        registered = _not_torchs(internals.all_op_names() - before)
         held = _ops_held_by(module)
-        for target in targets_named(registered | held, getattr(module, "__name__", name)):
+        for target in targets_named(registered | held, name):
             targets.setdefault(target.name, target)
-        if not registered and not held and not getattr(module, "SAMPLES", None):
-            raise UsageError(f"{name} registered no custom operator when imported (custom_op, triton_op, "
-                             "torch.library.define, Library.define) and holds none: name the module that defines "
-                             "them, or pass --namespace NS for ops defined in C++.")
+        if not registered and not held and not getattr(module, "SAMPLES", None) and not sample_keys:
+            raise UsageError(_none_found(name, earlier))
     for namespace in namespaces:
         if not isinstance(namespace, str) or not namespace.isidentifier():
             raise UsageError(f"a namespace is a name such as mylib (the part before :: in mylib::op), "
@@ -140,14 +177,27 @@ def discover(modules: Iterable[str] = (), namespaces: Iterable[str] = ()) -> tup
                              f"{', '.join(modules) or 'nothing'}): import the module that loads them first.")
         for target in targets_named(names, f"namespace {namespace}"):
             targets.setdefault(target.name, target)
-    for module in imported:   # an op named only in SAMPLES (registered before the doctor looked)
-        for key in _sample_keys(getattr(module, "SAMPLES", None) or {}):
-            for target in targets_named(_expand(key), getattr(module, "__name__", "?")):
-                targets.setdefault(target.name, target)
+    named = [(key, asked) for asked, m in zip(asked_as, imported) for key in _sample_keys(getattr(m, "SAMPLES", None))]
+    named += [(key, "SAMPLES given") for key in _sample_keys(dict.fromkeys(sample_keys))]
+    for key, where in named:   # an op named only in SAMPLES (registered before the doctor looked)
+        for target in targets_named(_expand(key), where):
+            targets.setdefault(target.name, target)
     if not targets:
         asked = ", ".join([*modules, *(f"namespace {n}" for n in namespaces)]) or "nothing"
         raise UsageError(f"no custom operator found in {asked}.")
     return sorted(targets.values(), key=lambda t: t.name), imported
+
+
+def _none_found(name: str, earlier: bool) -> str:
+    """Why no op was found in a module, truthfully: its import registered none, or it was imported before the
+    doctor looked (what it registered then cannot be told apart) and its globals hold none."""
+    kinds = "custom_op, triton_op, torch.library.define, Library.define"
+    if earlier:
+        return (f"{name} was imported before the doctor looked, and its globals hold no custom operator (a "
+                "CustomOpDef, torch.ops.ns.name, a Library) nor a SAMPLES naming one: name its ops in SAMPLES, "
+                "or pass --namespace NS.")
+    return (f"{name} registered no custom operator when imported ({kinds}) and holds none: name the module that "
+            "defines them, or pass --namespace NS for ops defined in C++.")
 
 
 def _expand(key: str) -> set[str]:
@@ -156,6 +206,7 @@ def _expand(key: str) -> set[str]:
 
 
 def _sample_keys(samples) -> list[str]:
+    """The op names a SAMPLES dict keys on (anything else: []); its other keys are :func:`samples.unmatched`'s."""
     return [k for k in (op_name(key) for key in samples) if k is not None] if isinstance(samples, dict) else []
 
 

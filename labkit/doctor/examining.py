@@ -1,5 +1,5 @@
 """One overload examined (:func:`examine`): its samples, then on each sample everything :func:`labkit.audit` checks
-and the doctor's own steps (:data:`labkit.doctor.steps.STEPS`), then the cache step; audit's findings restated for
+and the doctor's own steps (:data:`labkit.doctor.steps.STEPS`), then the cache note; audit's findings restated for
 a bug report (the official page, the lab's lesson), each defect once, into one :class:`OpResult`. Never raises: a
 failing op, sample or step is a finding.
 
@@ -11,6 +11,7 @@ step checks (:mod:`labkit.doctor.steps`), and the run around it: caches, warm-up
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 import traceback
 
@@ -49,6 +50,20 @@ def _doctor_error(step: str, error: BaseException, sample: int | None) -> Findin
                    detail="".join(traceback.format_exception(error)), sample=sample)
 
 
+NO_KERNEL = re.compile(r"Could not run '[^']*' with arguments from the '(\w+)' backend")
+
+
+def _missing_backend(audited) -> str | None:
+    """The backend an eager call found no kernel for ("CPU" for a CUDA-only op on a CPU runner): not the op's
+    defect, only this machine's, so the op is skipped naming it. None for any other outcome."""
+    for finding in audited.findings:
+        if auditing.kind_of(finding) == auditing.EAGER:
+            match = NO_KERNEL.search(f"{finding.problem}\n{finding.detail or ''}")
+            if match:
+                return match.group(1)
+    return None
+
+
 def examine(target: Target, tables: list[dict]) -> OpResult:
     """One overload: its samples, then audit and the doctor's steps on each. Never raises."""
     start = time.perf_counter()
@@ -73,6 +88,11 @@ def examine(target: Target, tables: list[dict]) -> OpResult:
         except Exception as error:  # noqa: BLE001 - audit never raises; if it does, that is labkit's bug
             findings.append(_doctor_error("audit", error, index))
             continue
+        backend = _missing_backend(audited)
+        if backend is not None:
+            notes = [f"skipped: the op has no kernel for the {backend} backend on this machine (torch: could not "
+                     f"run it with arguments from the {backend!r} backend); run the doctor where it has one"]
+            return OpResult(name, schema, target.found_in, SKIP, [], samples, [], notes, time.perf_counter() - start)
         checks_run += [c for c in audited.checks_run if c not in checks_run]
         findings += [_from_audit(f, index) for f in audited.findings]
         notes += [n.strip() for n in audited.cannot_see.split("; ") if n.strip() and n.strip() not in notes]
@@ -87,8 +107,7 @@ def examine(target: Target, tables: list[dict]) -> OpResult:
             checks_run += [step.name] if step.name not in checks_run else []
             findings += [dataclasses.replace(f, sample=index) for f in found]
             notes += [n for n in step_notes if n not in notes]
-    checks_run.append("cache")
-    notes += steps.cache_note(name)
+    notes += steps.cache_note(name)   # a note: the fingerprint holds a Python-defined op's declaration by design
     if any(f.check == "fullgraph" for f in findings):   # audit's note on the break: the finding now names it
         notes = [n for n in notes if steps.GRAPH_BREAK_NOTE not in n]
     findings = [with_learn_more(f) for f in _unique(findings)]

@@ -12,7 +12,10 @@ Not here: what is checked on one overload (:mod:`labkit.doctor.examining`), find
 from __future__ import annotations
 
 import contextlib
+import faulthandler
+import os
 import sys
+import threading
 import time
 from typing import Callable, Iterable
 
@@ -23,7 +26,7 @@ from . import formats
 from .discovery import Target, UsageError, discover, full_name, op_name, targets_named
 from .examining import examine
 from .report import DoctorReport, environment
-from .samples import sample_tables, unmatched
+from .samples import refuse_unmatched, sample_tables, unmatched
 
 
 @contextlib.contextmanager
@@ -39,13 +42,40 @@ def _fingerprinted():
             cache.set_policy(previous)
 
 
+TIMED_OUT = 2   # the exit status when an op runs past its time limit (as for bad usage: nothing was judged)
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float | None, name: str):
+    """A hung op (a kernel that never returns, a compile that never ends) must not hang CI until its job times
+    out saying nothing: past ``seconds``, say which op, dump every thread's stack (faulthandler) and exit 2."""
+    if not seconds:
+        yield
+        return
+
+    def expire():
+        print(f"labkit doctor: {name} ran past --timeout-per-op {seconds:g} s: the stacks below show where; "
+              "raise the limit, or leave the op out with --op.", file=sys.stderr, flush=True)
+        faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+        sys.stderr.flush()
+        os._exit(TIMED_OUT)
+
+    timer = threading.Timer(seconds, expire)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+
+
 def say_to_stderr(text: str) -> None:
     """Where the progress lines go by default: stderr, at once (the command line's table goes to stdout)."""
     print(text, file=sys.stderr, flush=True)
 
 
 def _examine_all(targets: list[Target], tables: list[dict], say: Callable[[str], None] | None,
-                 asked: list[str], warnings: list[str]) -> DoctorReport:
+                 asked: list[str], warnings: list[str], timeout_per_op: float | None = None) -> DoctorReport:
     start = time.perf_counter()
     refusal = env.compiler_unavailable()
     if refusal is not None:
@@ -56,7 +86,8 @@ def _examine_all(targets: list[Target], tables: list[dict], say: Callable[[str],
         warm = warm if paying else None      # paid before this run (labkit.setup(), an earlier run): not here
         results = []
         for number, target in enumerate(targets, 1):
-            results.append(examine(target, tables))
+            with _time_limit(timeout_per_op, target.name):
+                results.append(examine(target, tables))
             if say is not None:
                 say(f"[{number}/{len(targets)}] {target.name}: {results[-1].verdict} ({results[-1].seconds:.1f} s)")
     return DoctorReport(asked, environment(), results, warnings, warm, time.perf_counter() - start)
@@ -69,20 +100,25 @@ def examine_in_report(target: Target, tables: list[dict]) -> DoctorReport:
 
 
 def run(modules: Iterable[str] | str = (), namespaces: Iterable[str] = (), samples: dict | None = None,
-        ops_only: Iterable[str] = (), say: Callable[[str], None] | None = say_to_stderr) -> DoctorReport:
+        ops_only: Iterable[str] = (), say: Callable[[str], None] | None = say_to_stderr,
+        before: set[str] | None = None, timeout_per_op: float | None = None) -> DoctorReport:
     """Import ``modules`` (dotted names or ``.py`` paths), find their custom ops (and those of ``namespaces``) and
     examine each overload. ``samples`` adds a SAMPLES table of your own (it wins over the modules'); ``ops_only``
-    keeps only the overloads named (``"ns::name"`` or ``"ns::name.overload"``). ``say`` gets the progress lines
-    (None: silent). :class:`UsageError` for what cannot be examined at all; every op's defect is in the report."""
-    modules = [modules] if isinstance(modules, str) else list(modules)
-    namespaces = [namespaces] if isinstance(namespaces, str) else list(namespaces)
+    keeps only the overloads named (``"ns::name"`` or ``"ns::name.overload"``); a SAMPLES key that names no op found
+    is a :class:`UsageError`. ``say`` gets the progress lines
+    (None: silent). ``before``: the ops registered before the caller imported anything of the project's
+    (:func:`~labkit.doctor.discovery.op_snapshot`; its SAMPLES modules may import its ops). ``timeout_per_op``:
+    seconds an overload may take before the process exits 2 naming it (the command line's ``--timeout-per-op``).
+    :class:`UsageError` for what cannot be examined at all; every op's defect is in the report."""
+    modules = [modules] if isinstance(modules, str) else list(dict.fromkeys(modules))   # each once
+    namespaces = [namespaces] if isinstance(namespaces, str) else list(dict.fromkeys(namespaces))
     if not modules and not namespaces:
         raise UsageError("name at least one module (mypkg.ops) or namespace (--namespace mylib) to examine.")
     if samples is not None and not isinstance(samples, dict):
         raise UsageError(f"samples= takes a dict like SAMPLES ({{op: [(args, kwargs), ...]}}), not {brief(samples)}.")
-    targets, imported = discover(modules, namespaces)
+    targets, imported = discover(modules, namespaces, before=before, sample_keys=list(samples or {}))
     tables = sample_tables(imported, samples)
-    warnings = unmatched(tables, targets)
+    refuse_unmatched(tables, targets)
     if ops_only:
         wanted = {full_name(o) for o in ops_only}
         unknown = wanted - {t.name for t in targets}
@@ -91,7 +127,7 @@ def run(modules: Iterable[str] | str = (), namespaces: Iterable[str] = (), sampl
                              f"{', '.join(t.name for t in targets[:8])}.")
         targets = [t for t in targets if t.name in wanted]
     asked = [*modules, *(f"namespace {n}" for n in namespaces)]
-    return _examine_all(targets, tables, say, asked, warnings)
+    return _examine_all(targets, tables, say, asked, [], timeout_per_op)
 
 
 def check(op_list, samples: dict | None = None, say: Callable[[str], None] | None = None) -> DoctorReport:

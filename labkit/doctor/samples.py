@@ -3,7 +3,8 @@ opcheck takes them, or a function returning one), else inputs generated from the
 said so.
 
 :func:`sample_tables` says which tables to read, :func:`samples_for` gives one overload's samples (a malformed entry
-is a finding), :func:`unmatched` the keys that name no op examined, :func:`generated_fits` whether generated inputs
+is a finding), :func:`unmatched` the keys that name no op examined
+(:func:`refuse_unmatched`: a usage error for a run over modules), :func:`generated_fits` whether generated inputs
 run the op at all. The caller's inputs are only ever copied; its random state is left alone.
 
 Not here: finding the ops (:mod:`labkit.doctor.discovery`), and checking them on the samples
@@ -18,7 +19,7 @@ from .. import _torch_internals as internals
 from ..compare import copy_inputs
 from ..describe import brief
 from ..errors import as_torch_error
-from .discovery import Target, full_name, op_name
+from .discovery import Target, UsageError, full_name, op_name
 from .links import DOCS
 from .report import Finding, Sample
 
@@ -65,6 +66,8 @@ def _read_samples(name: str, value, overload) -> tuple[list[Sample], list[str], 
                                              f"{' '.join(str(error).split())[:200]}")]
     if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], dict):
         value = [value]            # one (args, kwargs) pair given without its list
+    if isinstance(value, (list, tuple)) and not value:   # e.g. a CUDA-only op's entry on a CPU runner
+        return [], [f"skipped: no samples for this machine (SAMPLES[{name!r}] gives none here)"], []
     if not isinstance(value, (list, tuple)) or not value:
         return [], [], [_samples_problem(name, f"is {brief(value)}, not a list of (args, kwargs) pairs")]
     found = []
@@ -124,3 +127,13 @@ def unmatched(tables: list[dict], targets: list[Target]) -> list[str]:
                 warnings.append(f"SAMPLES names {name!r}, which is not among the ops examined")
     return warnings
 
+
+
+def refuse_unmatched(tables: list[dict], targets: list[Target]) -> None:
+    """A SAMPLES key that names no op found is a usage error (:class:`UsageError`, one sentence): a typo would
+    otherwise leave its op skipped, or unexamined, under a clean exit status."""
+    problems = unmatched(tables, targets)
+    if problems:
+        found = ", ".join(t.name for t in targets[:8]) + (", ..." if len(targets) > 8 else "")
+        raise UsageError(f"{problems[0]} (found: {found}): correct the key, or import the module that defines "
+                         "the op.")

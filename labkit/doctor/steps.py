@@ -1,8 +1,9 @@
 """The doctor's own steps after audit, each on one sample (:data:`STEPS`): ``fullgraph=True``, so that a graph break
 is named instead of passed; the fake kernel on the meta device and on a second dtype (a fake must follow its
-inputs' dtype and device); and, once per overload, whether labkit's cache fingerprint covers the op's declaration
-(:func:`cache_note`; torch's own keys do not: pytorch #187319). A step is one :class:`Step`:
-``find(overload, sample, audited)`` returns findings (or findings and notes). Audit's learners meet these in lessons.
+inputs' dtype and device); and, once per overload, a note on whether labkit's cache fingerprint holds the op's
+declaration (:func:`cache_note`; torch's own keys do not: pytorch #187319), which is no check: nothing can fail.
+A step is one :class:`Step`: ``find(overload, sample, audited)`` returns findings (or findings and notes). Audit's
+learners meet these in lessons.
 
 Not here: audit's own checks (:mod:`labkit.auditing`), running the steps over an op's samples
 (:mod:`labkit.doctor.examining`), and private torch.
@@ -95,6 +96,7 @@ def _converted(values, convert) -> list:
 
 
 def _outputs(value) -> list:
+    """Every item of a value, lists and tuples flattened: an op's outputs, or its inputs (a Tensor[] argument)."""
     if isinstance(value, (list, tuple)):
         return [t for item in value for t in _outputs(item)]
     return [value]
@@ -107,7 +109,7 @@ def _fake_findings(overload, sample: Sample, audited) -> tuple[list[Finding], li
     if any(f.check == "opcheck:test_faketensor" for f in audited.findings) or auditing.EAGER in audited.kinds():
         return [], []     # no fake kernel, or one opcheck already failed: that finding says it
     names, values = named_values(overload, sample)
-    floating = [v for v in values if isinstance(v, torch.Tensor) and v.is_floating_point()]
+    floating = [v for v in _outputs(values) if isinstance(v, torch.Tensor) and v.is_floating_point()]  # Tensor[] too
     variants = [("device", "the sample's inputs on the meta device", lambda t: t)]
     if floating:
         second = _second_dtype(floating[0].dtype)
@@ -168,8 +170,12 @@ def _compare_fake(overload, names, values, positional: int, convert, aspect: str
 
 
 def cache_note(target_name: str) -> list[str]:
+    """What the run's compile caches key on for this op: a note, never a check. The doctor compiles with labkit's
+    fingerprint on, and a Python-defined op's declaration is part of that fingerprint by construction, so there is
+    nothing about the op that could fail; a C++ op's declaration is not, and the note says what to do instead."""
     if cache.covers(target_name):
-        return []
+        return ["compile caches: compiled with labkit's cache fingerprint on, which holds this op's declaration "
+                "(defined from Python): a changed declaration compiles afresh (a note, not a check)"]
     return ["its declaration is not in labkit's cache fingerprint (an op defined in C++), and torch's compile "
             "caches do not key on an op's schema (pytorch #187319): after rebuilding it with another schema, "
             "change torch.compiler.config.cache_key_tag or clear the cache (TORCHINDUCTOR_FX_GRAPH_CACHE=0)"]

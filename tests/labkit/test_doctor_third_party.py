@@ -36,7 +36,7 @@ BEYOND_OPCHECK = {
     # threshold > 0: the number of outlier columns depends on the data (new_dynamic_size): a graph break by default
     "bitsandbytes::int8_vectorwise_quant.default": {"fullgraph"},
 }
-NO_SAMPLES = {  # no CPU kernel in 0.50.2 (NotImplementedError eagerly): skipped, with the sentence saying so
+NO_SAMPLES = {  # not in SAMPLES (the first four: no CPU kernel in 0.50.2): skipped, with the sentence saying so
     "bitsandbytes::dequantize_4bit.out", "bitsandbytes::dequantize_blockwise.out", "bitsandbytes::gemv_4bit.out",
     "bitsandbytes::int8_double_quant.default", "bitsandbytes::int8_mixed_scaled_mm.default",
 }
