@@ -134,7 +134,10 @@ def _ops_held_by(module) -> set[str]:
 
 def op_snapshot() -> set[str]:
     """Every op the dispatcher holds now: take it before importing anything of the project's (its SAMPLES modules
-    too, which may import its ops), so that :func:`discover` finds what those imports registered."""
+    too, which may import its ops), so that :func:`discover` finds what those imports registered. torch's compiler
+    modules are imported first: they register ops of torch's own when first imported (``mempool::begin``,
+    ``inductor::quack_symmetric_mm`` on 2.15.0), which a project's import would otherwise seem to have added."""
+    internals.import_compiler()
     return internals.all_op_names()
 
 

@@ -480,3 +480,21 @@ def test_the_pytest_plugin_finds_ops_a_conftest_imports_and_its_module_does_not_
         result.stdout.fnmatch_lines(["*labkit-doctor::doc_plugin_hidden::t::doc_plugin_hidden.default*"])
     finally:
         sys.modules.pop("doc_plugin_hidden", None)
+
+
+def test_the_snapshot_already_holds_the_ops_torchs_compiler_registers_when_first_imported():
+    """torch registers ops of its own when its compiler modules are first imported (c10d_functional::* on 2.13.0,
+    mempool::begin and inductor::quack_symmetric_mm on 2.15.0): taken after those imports, the snapshot holds them,
+    so a project whose import pulls in torch's compiler is not credited with torch's ops. In a fresh Python."""
+    import subprocess
+
+    from repo import ROOT
+
+    code = ("import labkit, sys; from labkit import doctor, _torch_internals as internals\n"
+            "assert 'torch._inductor.compile_fx' not in sys.modules, 'labkit alone does not import the compiler'\n"
+            "before = doctor.op_snapshot()\n"
+            "import torch._dynamo, torch._inductor.compile_fx\n"
+            "print(sorted(internals.all_op_names() - before))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]", done.stdout[:500]
