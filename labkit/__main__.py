@@ -100,18 +100,16 @@ def doctor(argv: list[str] | None = None) -> int:
 def _status(report, strict: bool) -> int:
     """The report's own status (1 on a finding), unless nothing was checked (2) or ``--strict`` fails a skip (1):
     a CI job whose every op skipped must not pass green."""
-    if report.exit_status:
-        return report.exit_status
     skipped = [r.op for r in report.results if r.verdict == "skip"]
-    if skipped and len(skipped) == len(report.results):
-        print(f"labkit doctor: nothing was checked: every op was skipped ({', '.join(skipped[:4])}"
-              f"{', ...' if len(skipped) > 4 else ''}): give them SAMPLES that run on this machine.", file=sys.stderr)
-        return USAGE_ERROR
-    if skipped and strict:
-        print(f"labkit doctor: --strict: {len(skipped)} op(s) skipped ({', '.join(skipped[:4])}"
-              f"{', ...' if len(skipped) > 4 else ''}): give them SAMPLES, or drop --strict.", file=sys.stderr)
-        return 1
-    return 0
+    named = f"{', '.join(skipped[:4])}{', ...' if len(skipped) > 4 else ''}"
+    if report.exit_status == USAGE_ERROR:
+        print(f"labkit doctor: nothing was checked: every op was skipped ({named}): give them SAMPLES that run on "
+              "this machine.", file=sys.stderr)
+    if report.exit_status or not (skipped and strict):
+        return report.exit_status
+    print(f"labkit doctor: --strict: {len(skipped)} op(s) skipped ({named}): give them SAMPLES, or drop --strict.",
+          file=sys.stderr)
+    return 1
 
 
 def doctor_main() -> None:

@@ -323,13 +323,7 @@ def _opcheck_findings(overload, call: _Call) -> list[Finding]:
 
 def _compile_findings(overload, call: _Call) -> list[Finding]:
     names, values = zip(*call.named(overload)) if call.args or call.kwargs else ((), ())
-    positional, keywords = len(call.args), list(call.kwargs)
-
-    def discards_result(*inputs):
-        overload(*inputs[:positional], **dict(zip(keywords, inputs[positional:])))
-        return tuple(t.clone() for t in _tensors_in(inputs))   # every dtype clones (t + 0 fails for uint16)
-
-    discards_result.__signature__ = _signature(names)  # verdicts name the op's arguments
+    discards_result = discarding_call(overload, names, len(call.args), list(call.kwargs))
 
     failures: dict[str, list[str]] = {}
     details: dict[str, str] = {}   # each compile error's whole message, as torch raised it
@@ -398,6 +392,19 @@ def _clone_alias_findings(overload, call: _Call) -> list[Finding]:
                 f"data_ptr() == {written}.untyped_storage().data_ptr()): free for distinct tensors, right on every "
                 f"release; declaring '{other}' as mutated too fixes the common case, not every program"))
     return findings + ([_both_written_finding(both_written)] if both_written else [])
+
+
+def discarding_call(overload, names, positional: int, keywords: list[str]) -> Callable:
+    """``f(*inputs)``: call the op on ``inputs`` (the first ``positional`` by position, the rest as ``keywords``),
+    discard its result and return clones of every tensor input, ``Tensor[]`` included: the program where a wrong
+    declaration bites. Its signature names the op's arguments, so verdicts do too."""
+
+    def discards_result(*inputs):
+        overload(*inputs[:positional], **dict(zip(keywords, inputs[positional:])))
+        return tuple(t.clone() for t in _tensors_in(inputs))   # every dtype clones (t + 0 fails for uint16)
+
+    discards_result.__signature__ = _signature(names)
+    return discards_result
 
 
 def _both_written_finding(cases: list) -> Finding:

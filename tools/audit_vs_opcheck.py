@@ -37,11 +37,9 @@ def overload(qualname: str):
 
 
 def shapes(args, kwargs) -> str:
-    def one(value):
-        if isinstance(value, torch.Tensor):
-            return f"{str(value.dtype).removeprefix('torch.')}{list(value.shape)}"
-        return repr(value).replace("torch.", "")
-    return ", ".join([one(a) for a in args] + [f"{k}={one(v)}" for k, v in kwargs.items()])
+    from labkit.describe import describe_value
+
+    return ", ".join([describe_value(a) for a in args] + [f"{k}={describe_value(v)}" for k, v in kwargs.items()])
 
 
 def compare(qualname: str, args, kwargs) -> dict:

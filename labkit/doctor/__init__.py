@@ -32,7 +32,8 @@ pytest's items (``labkit_pytest`` (beside the package)), and private torch.
 
 from .discovery import Target, UsageError, discover, import_module, op_snapshot
 from .examining import examine
-from .report import FAIL, PASS, SKIP, DoctorReport, Finding, OpResult, Sample, describe_value, environment
+from ..describe import describe_value
+from .report import FAIL, PASS, SKIP, DoctorReport, Finding, OpResult, Sample, environment
 from .running import assert_clean, check, examine_in_report, run, say_to_stderr
 from .samples import refuse_unmatched, sample_tables, samples_for
 from .steps import STEPS, Step

@@ -174,6 +174,9 @@ def discover(modules: Iterable[str] = (), namespaces: Iterable[str] = (), before
         if not isinstance(namespace, str) or not namespace.isidentifier():
             raise UsageError(f"a namespace is a name such as mylib (the part before :: in mylib::op), "
                              f"not {brief(namespace)}.")
+        if namespace in TORCH_OP_NAMESPACES:   # aten alone holds thousands of overloads: hours, and not yours
+            raise UsageError(f"{namespace} is one of torch's own namespaces: the doctor examines a project's ops; "
+                             "name your namespace, or your module.")
         names = {n for n in internals.all_op_names() if n.partition("::")[0] == namespace}
         if not names:
             raise UsageError(f"no operator is registered in namespace {namespace!r} (after importing "

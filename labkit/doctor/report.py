@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import platform
 
-import torch
 
 from .. import env
-from ..describe import brief
+from ..describe import describe_value
 from . import formats
 
 PASS, FAIL, SKIP = "pass", "fail", "skip"
@@ -94,8 +92,11 @@ class DoctorReport:
 
     @property
     def exit_status(self) -> int:
-        """0 clean, 1 on a finding (a skipped op is no finding: the table says it was not checked)."""
-        return 0 if self.ok else 1
+        """0 clean, 1 on a finding, 2 when every op was skipped (nothing checked: a CI job must not pass green). A
+        skip among checked ops is no finding: the table says it was not checked (``--strict`` fails it)."""
+        if not self.ok:
+            return 1
+        return 2 if self.results and all(r.verdict == SKIP for r in self.results) else 0
 
     def counts(self) -> dict[str, int]:
         return {v: sum(r.verdict == v for r in self.results) for v in (PASS, FAIL, SKIP)}
@@ -118,23 +119,10 @@ class DoctorReport:
     __repr__ = __str__
 
 
-def describe_value(value) -> str:
-    """One input, briefly and exactly: a tensor's dtype and shape (and device off the CPU), else its value."""
-    if isinstance(value, torch.Tensor):
-        where = "" if value.device.type == "cpu" else f" on {value.device}"
-        return f"{str(value.dtype).removeprefix('torch.')}{list(value.shape)}{where}"
-    if isinstance(value, (list, tuple)) and any(isinstance(v, torch.Tensor) for v in value):
-        inner = ", ".join(describe_value(v) for v in value)
-        return f"[{inner}]" if isinstance(value, list) else f"({inner})"
-    if isinstance(value, torch.dtype):
-        return str(value).removeprefix("torch.")
-    return brief(value, 80)
-
-
 def environment() -> dict[str, str]:
     """What a bug report states first: the versions and the machine."""
     import labkit
 
-    return {"torch": torch.__version__, "labkit": labkit.__version__, "python": platform.python_version(),
-            "platform": f"{platform.system()} {platform.machine()}", "device": env.report()["device"],
-            "date": datetime.date.today().isoformat()}
+    info = env.report()   # the lab's own report of the environment; the doctor adds labkit's version and the date
+    return {"torch": info["torch"], "labkit": labkit.__version__, "python": info["python"],
+            "platform": info["platform"], "device": info["device"], "date": datetime.date.today().isoformat()}

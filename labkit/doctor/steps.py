@@ -27,16 +27,9 @@ from .samples import named_values
 
 
 def _discarding(overload, sample: Sample) -> Callable:
-    """``f(*inputs)`` calling the op and returning clones of its tensor inputs (as audit's compile check does)."""
-    positional, keywords = len(sample.args), list(sample.kwargs)
+    """audit's program for this sample: the op's result discarded, clones of its tensor inputs returned."""
     names, _ = named_values(overload, sample)
-
-    def calls_the_op(*inputs):
-        overload(*inputs[:positional], **dict(zip(keywords, inputs[positional:])))
-        return tuple(t.clone() for t in inputs if isinstance(t, torch.Tensor))
-
-    calls_the_op.__signature__ = auditing._signature(names)
-    return calls_the_op
+    return auditing.discarding_call(overload, names, len(sample.args), list(sample.kwargs))
 
 
 GRAPH_BREAK_NOTE = "Dynamo ran it eagerly at a graph break"   # audit's note when no compiled run had the op in a graph

@@ -190,6 +190,7 @@ def test_a_module_that_cannot_be_examined_is_exit_2_in_one_sentence(tmp_path, ca
 @pytest.mark.parametrize("argv,sentence", [
     ([], "name a module"), (["--no-such-option"], "unrecognized arguments"),
     (["--namespace", "t_doc_empty_ns"], "no operator is registered in namespace"),
+    (["--namespace", "aten"], "aten is one of torch's own namespaces"),
 ])
 def test_bad_usage_is_exit_2_in_one_sentence(capsys, argv, sentence):
     status, out, err = _run(capsys, *argv)
@@ -205,13 +206,10 @@ def test_the_console_script_and_the_pytest_plugin_are_installed_entry_points():
 
 def test_the_pytest_plugin_loads_without_importing_torch_or_labkit():
     """Every pytest run in an environment with labkit installed loads the plugin: it must cost nothing there."""
-    import subprocess
+    from fresh_python import run_python
 
-    from repo import ROOT
-
-    done = subprocess.run([sys.executable, "-c", "import sys, labkit_pytest; "
-                           "print(sorted(m for m in ('torch', 'labkit') if m in sys.modules))"],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    done = run_python("import sys, labkit_pytest; print(sorted(m for m in ('torch', 'labkit') if m in sys.modules))",
+                      timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "[]", done.stdout
 
@@ -329,8 +327,9 @@ def test_a_samples_key_that_names_no_op_is_exit_2_naming_the_key_and_the_ops(tmp
 
 def test_a_run_where_every_op_skipped_is_exit_2_and_strict_fails_a_skip(tmp_path, capsys):
     path = _module(tmp_path, "doc_skippy", SKIPPY.format(p="doc_skippy"))
-    status, out, err = _run(capsys, path, "-q")
+    status, out, err = _run(capsys, path, "-q", "--json", str(tmp_path / "skippy.json"))
     assert status == 2 and "nothing was checked" in err and "t::doc_skippy_listy.default" in err, out + err
+    assert json.loads((tmp_path / "skippy.json").read_text())["exit_status"] == 2, "the JSON says what the run did"
     both = _module(tmp_path, "doc_half", SKIPPY.format(p="doc_half") + '''
 @torch.library.custom_op("t::doc_half_ok", mutates_args=())
 def ok(x: torch.Tensor) -> torch.Tensor:
@@ -486,15 +485,13 @@ def test_the_snapshot_already_holds_the_ops_torchs_compiler_registers_when_first
     """torch registers ops of its own when its compiler modules are first imported (c10d_functional::* on 2.13.0,
     mempool::begin and inductor::quack_symmetric_mm on 2.15.0): taken after those imports, the snapshot holds them,
     so a project whose import pulls in torch's compiler is not credited with torch's ops. In a fresh Python."""
-    import subprocess
-
-    from repo import ROOT
+    from fresh_python import run_python
 
     code = ("import labkit, sys; from labkit import doctor, _torch_internals as internals\n"
             "assert 'torch._inductor.compile_fx' not in sys.modules, 'labkit alone does not import the compiler'\n"
             "before = doctor.op_snapshot()\n"
             "import torch._dynamo, torch._inductor.compile_fx\n"
             "print(sorted(internals.all_op_names() - before))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    done = run_python(code)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "[]", done.stdout[:500]

@@ -482,8 +482,8 @@ for word in ("auto_functionalized_v2", "copy_", "with_effects"):
 #
 # One command does this notebook's checks on a whole package, for its CI: `python -m labkit doctor mypkg.ops`
 # finds every op the module registers and examines each overload on the inputs of a module-level
-# `SAMPLES = {op: [(args, kwargs)]}`: everything `audit` runs, plus `fullgraph=True`, the fake kernel on a second
-# dtype and device, and the cache fingerprint. It exits 1 on a finding; `--junit-xml` and
+# `SAMPLES = {op: [(args, kwargs)]}`: everything `audit` runs, plus `fullgraph=True` and the fake kernel on a
+# second dtype and device, with labkit's cache fingerprint on. It exits 1 on a finding; `--junit-xml` and
 # `pytest --labkit-doctor mypkg.ops` feed CI. From Python, `labkit.doctor.check` does the same. The capstone's ops,
 # as first declared:
 
