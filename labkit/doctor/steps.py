@@ -34,10 +34,37 @@ def _discarding(overload, sample: Sample) -> Callable:
 
 GRAPH_BREAK_NOTE = "Dynamo ran it eagerly at a graph break"   # audit's note when no compiled run had the op in a graph
 
+# The settings that let Dynamo keep a data-dependent result in its graph under fullgraph=False, in the order tried:
+# on torch 2.13 the first captures an op whose fake returns torch.library.get_ctx().new_dynamic_size(), as an output
+# size or as an int result; the second alone captures neither (it captures Tensor.item() in the compiled code).
+CAPTURE_SETTINGS = ("capture_dynamic_output_shape_ops", "capture_scalar_outputs")
+
+TRACEABLE_FIX = ("make the op traceable: declare it with torch.library.custom_op (or Library.define) and "
+                 "register_fake a fake kernel; if its output size or int result depends on the data, the fake returns "
+                 "torch.library.get_ctx().new_dynamic_size() for it, and then "
+                 "torch._dynamo.config.capture_dynamic_output_shape_ops = True keeps the op in the graph under "
+                 "fullgraph=False")
+
+
+def _in_a_graph(run, qualname: str) -> bool:
+    return run.error is None and bool(run.fate(qualname)["dynamo"])
+
+
+def _capturing_setting(overload, sample: Sample, values, qualname: str) -> str | None:
+    """The first of :data:`CAPTURE_SETTINGS` under which Dynamo (``fullgraph=False``) kept the op in a graph, tried
+    here on this sample; None when neither did alone."""
+    for setting in CAPTURE_SETTINGS:
+        with internals.config_patches(dynamo={setting: True}):
+            run = compile_and_compare(_discarding(overload, sample), *values, backend="eager")
+        if _in_a_graph(run, qualname):
+            return setting
+    return None
+
 
 def _fullgraph_findings(overload, sample: Sample, audited) -> list[Finding]:
     """A graph break at the op, named: under default settings (Dynamo only, ``fullgraph=False``), is the op in a
-    graph, and if not, why (torch's own graph-break reasons); then ``fullgraph=True``, which must compile it."""
+    graph, and if not, why (torch's own graph-break reasons); then ``fullgraph=True``, which must compile it. The
+    fix names the capture setting that kept the op in a graph when it was tried on the sample, and only that."""
     if auditing.COMPILE in audited.kinds() or auditing.EAGER in audited.kinds():
         return []    # audit has said why it does not compile; the same error again adds nothing
     _, values = named_values(overload, sample)
@@ -48,26 +75,26 @@ def _fullgraph_findings(overload, sample: Sample, audited) -> list[Finding]:
     before = internals.torch_counters("graph_break")
     default = compile_and_compare(_discarding(overload, sample), *values, backend="eager")
     reasons = [" ".join(str(r).split()) for r in internals.torch_counters("graph_break") - before]
-    fix = ("make the op traceable: declare it with torch.library.custom_op (or Library.define) and register_fake a "
-           "fake kernel; a data-dependent output size needs torch.library.get_ctx().new_dynamic_size(), and then "
-           "torch._dynamo.config.capture_dynamic_output_shape_ops = True (capture_scalar_outputs for an int "
-           "result) keeps it in the graph without fullgraph=True")
     if strict.error is not None:
         error = strict.error
+        broke = default.error is None and default.fate(qualname)["dynamo"] is False
         return [Finding("fullgraph", f"torch.compile(fullgraph=True) refused the op: {error.type_name}: "
-                        f"{error.message}", "a fullgraph=True user gets this error; under fullgraph=False Dynamo "
-                        "splits the program at the op and runs it eagerly, unseen by the compiler", fix,
+                        f"{error.message}", "a fullgraph=True user gets this error" + (
+                            "; under fullgraph=False Dynamo splits the program at the op and runs it eagerly, "
+                            "unseen by the compiler" if broke else ""), TRACEABLE_FIX,
                         DOCS["fullgraph"][0], detail=error.full)]
     if default.error is None and default.fate(qualname)["dynamo"] is False:
         why = "; ".join(reasons) or "Dynamo left the op out of every graph"
+        setting = _capturing_setting(overload, sample, values, qualname)
+        capture = (f"set torch._dynamo.config.{setting} = True (it kept the op in the graph here)" if setting else
+                   f"use fullgraph=True ({' and '.join(CAPTURE_SETTINGS)} alone each left the op out of the graph "
+                   "here)")
         return [Finding("fullgraph", f"under default settings (fullgraph=False) the op breaks the graph and runs "
                         f"eagerly: {why}", "the compiler sees nothing around the op, and every call splits the "
-                        "compiled program in two (fullgraph=True does capture it: it turns on capture_scalar_outputs "
-                        "and capture_dynamic_output_shape_ops)",
+                        "compiled program in two (fullgraph=True compiled it in one graph)",
                         "if the op's output size (or int result) really depends on the data, the break is expected "
-                        "by default: where you compile, set torch._dynamo.config.capture_dynamic_output_shape_ops = "
-                        "True (capture_scalar_outputs = True for an int result) or use fullgraph=True; otherwise "
-                        "compute the fake kernel's sizes from the input shapes", DOCS["fullgraph"][0],
+                        f"by default: where you compile, {capture}" + (" or use fullgraph=True" if setting else "") +
+                        "; otherwise compute the fake kernel's sizes from the input shapes", DOCS["fullgraph"][0],
                         detail="\n".join(reasons))]
     return []
 

@@ -9,6 +9,7 @@ a real package is tests/labkit/test_doctor_third_party.py.
 
 import importlib.metadata
 import json
+import re
 import sys
 import textwrap
 import xml.etree.ElementTree as ElementTree
@@ -159,6 +160,116 @@ def test_a_data_dependent_int_result_is_named_as_a_graph_break():
     result = doctor.check(count, samples={count: [((torch.randn(6),), {})]}).results[0]
     assert [f.check for f in result.findings] == ["fullgraph"], result.findings
     assert "output shape depends on input Tensor data" in result.findings[0].problem
+
+
+def _named_settings(finding) -> set[str]:
+    """Every torch._dynamo.config capture setting the finding's why and fix mention, qualified or not."""
+    words = set(re.findall(r"\bcapture_\w+", f"{finding.why} {finding.fix}"))
+    return {word for word in words if hasattr(torch._dynamo.config, word)}
+
+
+def _captures(fn, x, qualname: str, fullgraph: bool = False, **settings) -> tuple[int, bool]:
+    """Compile ``fn`` under ``settings`` (torch._dynamo.config): its graph breaks, and whether the op is in a graph
+    (with ``fullgraph=True``: whether it compiled, with the op in its one graph)."""
+    name = qualname.replace("::", ".")
+    with torch._dynamo.config.patch(**settings):
+        if fullgraph:
+            run = labkit.compile_and_compare(fn, x, backend="eager", fullgraph=True)
+            return (0 if run.error is None else 1), bool(run.error is None and run.fate(qualname)["dynamo"])
+        explained = torch._dynamo.explain(fn)(x)
+    return explained.graph_break_count, any(name in str(n.target) for g in explained.graphs for n in g.graph.nodes)
+
+
+def _use(result_kind):
+    """A program that uses the op's result, with work before it (a break at a frame's first op makes no graph)."""
+    return {"int": lambda op: (lambda x: (x + 1) * op(x + 1)),
+            "size": lambda op: (lambda x: op(x + 1).sum() + x.sum())}[result_kind]
+
+
+def _settings_hold(finding, fn, qualname):
+    """Every capture setting the finding mentions, turned on: the op in the graph with no break under
+    fullgraph=False, and compiled in one graph under fullgraph=True."""
+    named = _named_settings(finding)
+    assert named, f"the finding names a setting to turn on: {finding.fix}"
+    for setting in named:
+        assert _captures(fn, torch.linspace(-1, 1, 6), qualname, **{setting: True}) == (0, True), \
+            f"{setting} = True, as the doctor says, keeps {qualname} in the graph under fullgraph=False"
+        assert _captures(fn, torch.linspace(-1, 1, 6), qualname, fullgraph=True, **{setting: True}) == (0, True), \
+            f"{setting} = True and fullgraph=True: {qualname} in one graph"
+
+
+@pytest.mark.parametrize("result_kind", ["int", "size"])
+def test_the_capture_setting_a_graph_break_finding_names_captures_the_op(result_kind):
+    """The doctor's fix for a data-dependent -> int op and for a data-dependent output size: the setting it names,
+    turned on, keeps the op in the graph (on 2.13, capture_scalar_outputs alone leaves the -> int op out)."""
+    qualname = f"t::doc_dd_{result_kind}"
+    if result_kind == "int":
+        @torch.library.custom_op(qualname, mutates_args=())
+        def op(x: torch.Tensor) -> int:
+            return int((x > 0).sum())
+
+        op.register_fake(lambda x: torch.library.get_ctx().new_dynamic_size())
+    else:
+        @torch.library.custom_op(qualname, mutates_args=())
+        def op(x: torch.Tensor) -> torch.Tensor:
+            return x[x > 0].clone()
+
+        op.register_fake(lambda x: x.new_empty(torch.library.get_ctx().new_dynamic_size()))
+    (finding,) = [f for f in doctor.check(op, samples={op: [((torch.randn(6),), {})]}).results[0].findings
+                  if f.check == "fullgraph"]
+    fn = _use(result_kind)(op)
+    assert _captures(fn, torch.linspace(-1, 1, 6), qualname) == (1, False), "by default the op breaks the graph"
+    _settings_hold(finding, fn, qualname)
+
+
+@pytest.mark.parametrize("result_kind", ["int", "size"])
+def test_the_fix_for_an_op_without_a_fake_kernel_works_as_written(result_kind):
+    """A schema-text op with a CPU kernel only: fullgraph=True refuses it and fullgraph=False breaks at it (as the
+    finding says); the fix, applied (a fake returning new_dynamic_size(), then the setting it names), captures it."""
+    lib = torch.library.Library("t", "FRAGMENT")
+    try:
+        returns = "SymInt" if result_kind == "int" else "Tensor"
+        lib.define(f"doc_nofake_{result_kind}(Tensor x) -> {returns}")
+        kernel = (lambda x: int((x > 0).sum())) if result_kind == "int" else (lambda x: x[x > 0].clone())
+        lib.impl(f"doc_nofake_{result_kind}", kernel, "CPU")
+        qualname, op = f"t::doc_nofake_{result_kind}", getattr(torch.ops.t, f"doc_nofake_{result_kind}").default
+        (finding,) = [f for f in doctor.check(op, samples={qualname: [((torch.randn(6),), {})]}).results[0].findings
+                      if f.check == "fullgraph"]
+        assert "register_fake" in finding.fix and "new_dynamic_size" in finding.fix, finding.fix
+        fn = _use(result_kind)(op)
+        if "splits the program at the op" in finding.why:
+            breaks, captured = _captures(fn, torch.linspace(-1, 1, 6), qualname)
+            assert breaks >= 1 and not captured, "fullgraph=False breaks at the op and has it in no graph"
+        dynamic = (lambda x: torch.library.get_ctx().new_dynamic_size()) if result_kind == "int" else \
+            (lambda x: x.new_empty(torch.library.get_ctx().new_dynamic_size()))
+        torch.library.register_fake(qualname, dynamic, lib=lib)
+        _settings_hold(finding, fn, qualname)
+    finally:
+        lib._destroy()
+
+
+def test_capture_scalar_outputs_is_the_setting_for_item_and_not_for_a_data_dependent_op():
+    """What docs/doctor.md says of the setting the doctor does not name: it captures Tensor.item() in the compiled
+    code, and capture_dynamic_output_shape_ops does not; for a -> int op it is the other way round."""
+    @torch.library.custom_op("t::doc_dd_count", mutates_args=())
+    def count(x: torch.Tensor) -> int:
+        return int((x > 0).sum())
+
+    count.register_fake(lambda x: torch.library.get_ctx().new_dynamic_size())
+    x = torch.linspace(-1, 1, 6)
+
+    def item(x):
+        return (x + 1) * (x + 1).sum().item()
+
+    def breaks(fn, **settings):
+        with torch._dynamo.config.patch(**settings):
+            return torch._dynamo.explain(fn)(x).graph_break_count
+
+    assert breaks(item) == 1 and breaks(item, capture_scalar_outputs=True) == 0
+    assert breaks(item, capture_dynamic_output_shape_ops=True) == 1
+    int_op = _use("int")(count)
+    assert breaks(int_op, capture_scalar_outputs=True) == 1
+    assert breaks(int_op, capture_dynamic_output_shape_ops=True) == 0
 
 
 def test_assert_clean_fails_a_test_with_every_finding_in_full():
