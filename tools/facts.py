@@ -105,6 +105,12 @@ def learner_minutes(root: pathlib.Path, lab: dict) -> dict[str, int]:
 
     Reading (prose words, visible code lines), the exercises ("## Exercise" headings of the source) and the
     measured execution, rounded up: a model of measured quantities, never a number typed in."""
+    step = lab["pace"]["round_to"]
+    return {stem: math.ceil(round(minutes, 6) / step) * step for stem, minutes in unrounded_minutes(root, lab).items()}
+
+
+def unrounded_minutes(root: pathlib.Path, lab: dict) -> dict[str, float]:
+    """{stem: minutes}: :func:`learner_minutes` before it is rounded up."""
     pace = lab["pace"]
     out = {}
     for nb in lab["notebooks"]:
@@ -118,8 +124,34 @@ def learner_minutes(root: pathlib.Path, lab: dict) -> dict[str, int]:
         minutes = (counted["words"] / pace["words_per_minute"]
                    + counted["visible code lines"] / pace["code_lines_per_minute"]
                    + exercises * pace["minutes_per_exercise"] + nb["execution_s"] / 60)
-        out[nb["stem"]] = math.ceil(round(minutes, 6) / pace["round_to"]) * pace["round_to"]
+        out[nb["stem"]] = minutes
     return out
+
+
+def headroom(root: pathlib.Path, lab: dict) -> list[str]:
+    """docs/maintaining.md's table: how much longer each notebook of a workshop agenda may grow before an agenda's
+    buffer falls under min_buffer and ``--facts`` refuses the build. A notebook's learner time is rounded up to
+    round_to minutes, so what is left is the room to its next step, plus a whole step for each step of buffer an
+    agenda has above its floor (the least over the agendas it is in)."""
+    pace, workshop = lab["pace"], lab["workshop"]
+    step, exact, rounded = pace["round_to"], unrounded_minutes(root, lab), learner_minutes(root, lab)
+    stems = {nb["stem"][:2]: nb["stem"] for nb in lab["notebooks"]}
+    room: dict[str, float] = {}
+    for agenda in workshop["agendas"]:
+        length = agenda["length_min"]
+        used = (workshop["setup_min"] + agenda["wrap_up_min"] + agenda.get("break_min", 0) * bool(
+            agenda.get("break_after")) + sum(rounded[stems[n]] for n in agenda["notebooks"]))
+        spare_steps = max(0, math.floor((length - used - workshop["min_buffer"] * length) / step))
+        for number in agenda["notebooks"]:
+            stem = stems[number]
+            left = rounded[stem] - exact[stem] + spare_steps * step
+            room[stem] = min(room.get(stem, left), left)
+    lines = ["", "| notebook | learner time (unrounded) | room before an agenda's buffer falls under its floor | "
+             "as prose words | or as visible code lines |", "|---|---|---|---|---|"]
+    for stem, left in sorted(room.items()):
+        lines.append(f"| {stem[:2]} | {exact[stem]:.1f} min ({rounded[stem]}) | {left:.1f} min | "
+                     f"{int(left * pace['words_per_minute'])} | {int(left * pace['code_lines_per_minute'])} |")
+    return lines + [""]
 
 
 def _sections(root: pathlib.Path, stem: str) -> set[str]:
@@ -251,7 +283,8 @@ def regions(project: dict, checked: list[str], root: pathlib.Path = ROOT) -> dic
             ("notebooks", "md", ["", *readme_notebooks(lab, nbs, learner), ""])],
         "docs/measurements.md": [("times", "md", readme_times(nbs)),
                                  ("lesson-metrics", "md", ["", *lesson_table(root), ""])],
-        "docs/maintaining.md": [("gpu-runs", "md", ["", *gpu_runs.table(root), ""])],
+        "docs/maintaining.md": [("gpu-runs", "md", ["", *gpu_runs.table(root), ""]),
+                                ("headroom", "md", headroom(root, lab))],
         "tools/notebook_sources/00_start_here.py": [("map", "py-md", map_cell(nbs, learner))],
         "INSTRUCTORS.md": [("timings", "md", instructors_timings(nbs, learner)),
                            ("agendas", "md", agendas(root, lab, learner)),

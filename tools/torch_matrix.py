@@ -173,6 +173,11 @@ What notebook 03's §4 check cells assert per release (the *#198031 reproduces* 
   with one buffer as both arguments and the result differs from eager; on 2.15.0 the clone is kept and compiled
   agrees with eager. Each side is asserted, so a release that changes either fails the check cell, naming the
   lesson to update. `labkit.audit` reports the hazard exactly where the bug reproduces.
+- §3, an op tagged `Tag.inplace` whose body is `x.add_(1); return x`, then `* 2` on its result: compiled with
+  Inductor it agrees with eager on a whole tensor; given a view (`x[1:]`, also `x.view(-1)`, `x.t()`, `x[0]`),
+  2.13.0 reuses the returned buffer for the `* 2` and writes that product into the caller's tensor (the returned
+  values are right; `aot_eager` is right). Asserted on 2.13.0 only (observed there, 2026-12-06); on other
+  releases with the tag the check cell asserts the whole-tensor case alone. Before 2.13 there is no tag.
 
 ## Notebook 08: a backward formula that calls the op
 

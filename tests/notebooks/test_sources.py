@@ -87,7 +87,8 @@ def test_a_changed_registry_value_fails_check_naming_each_stale_file_and_facts_f
     named = {line.split(":")[0] for line in stale.stdout.splitlines()}
     assert stale.returncode == 1, stale.stdout
     assert {"README.md", "INSTRUCTORS.md", "tools/notebook_sources/00_start_here.py"} <= named, stale.stdout
-    assert named <= {"README.md", "INSTRUCTORS.md"} | {f"tools/notebook_sources/{s.name}" for s in SOURCES}
+    assert named <= {"README.md", "INSTRUCTORS.md", "docs/maintaining.md"} | {  # maintaining.md: the headroom
+        f"tools/notebook_sources/{s.name}" for s in SOURCES}
     assert all(line.endswith("run python tools/build_notebooks.py --facts") for line in stale.stdout.splitlines())
     assert (root / "README.md").read_text() == readme_before  # --check writes nothing
 
@@ -213,3 +214,24 @@ def test_a_changed_measured_time_names_every_page_that_states_it(tmp_path):
     assert {"README.md", "INSTRUCTORS.md", "docs/measurements.md"} <= named, stale.stdout  # and 00, if its time moved
     assert _facts(root).returncode == 0
     assert f"| 1{first} s |" in (root / "docs" / "measurements.md").read_text()  # 23 s became 123 s
+
+
+def test_the_headroom_table_is_the_room_before_an_agenda_is_refused():
+    """docs/maintaining.md's headroom, checked by doing what it predicts: a notebook that grows by a little less
+    than its room (here as execution seconds) still builds the agendas; a little more is refused."""
+    import facts
+
+    lab = facts.pyproject(ROOT)["tool"]["lab"]
+    rows = [line.split(" | ") for line in facts.headroom(ROOT, lab) if line.startswith("| 0")]
+    assert rows, "the table lists the agenda notebooks"
+    for row in rows:
+        number, room = row[0].strip("| "), float(row[2].split()[0])
+        for extra_s, refused in ((room * 60 - 5, False), (room * 60 + 5, True)):
+            grown = {**lab, "notebooks": [{**nb, "execution_s": nb["execution_s"] + extra_s}
+                                          if nb["stem"][:2] == number else nb for nb in lab["notebooks"]]}
+            try:
+                facts.agendas(ROOT, grown, facts.learner_minutes(ROOT, grown))
+                said = False
+            except facts.FactsError:
+                said = True
+            assert said == refused, (number, room, extra_s)

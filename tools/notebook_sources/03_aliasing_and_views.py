@@ -7,7 +7,7 @@
 # **What you will learn**
 # - how a mutating op applied to a *view* is compiled: through its base, with a copy back;
 # - why a custom op's outputs may not alias its inputs, and where torch checks it;
-# - why `x.add_(1); return x` is not a valid mutating custom op;
+# - when `x.add_(1); return x` is a valid mutating custom op, and where Inductor still gets it wrong;
 # - a case where Inductor hands a correctly declared op one buffer twice, and the kernel-side guard that helps.
 #
 # **Time:** about 25 minutes. **Before:** 02 · `mutates_args`.
@@ -38,9 +38,9 @@ x = torch.zeros(5)
 print(bump_middle(x), x)
 
 # %% [markdown]
-# Compiled programs are *functional* inside: no tensor changes in place. So AOTAutograd records the **base**
-# and how the view was cut from it (`_x_base_index`, `_x_slice_start`, `_x_slice_end`), lets the op make a new
-# base, and copies the new base back into your input:
+# Inside a compiled program no tensor changes in place. So AOTAutograd records the **base** and how the view
+# was cut from it (`_x_base_index`, `_x_slice_start`, `_x_slice_end`), lets the op make a new base, and copies it
+# back into your input:
 
 # %%
 report = labkit.compile_and_compare(bump_middle, torch.zeros(5), backend="aot_eager")
@@ -174,9 +174,8 @@ assert "must not also be an input to this custom operator" in seed_error.message
     "torch's message: a returned tensor must not also be an input"
 
 # %% [markdown]
-# It fails **in eager**, before any compiler. The legal forms: return nothing (`-> None`, notebook 02); return a
-# *new* tensor, e.g. `x.clone()` after the update (below); or return `x` itself with `tags=torch.Tag.inplace`
-# (02).
+# It fails **in eager**, before any compiler. Legal: return nothing (02), a new tensor such as `x.clone()`
+# (below), or `x` itself from an op tagged `Tag.inplace` (after that).
 
 # %%
 @torch.library.custom_op("nb03::seed_fixed", mutates_args={"x"})
@@ -193,11 +192,44 @@ print(fixed_report.verdict)
 assert fixed_report.verdict.agree, "form 2, returning a clone: compiled == eager"
 
 # %% [markdown]
+# Tagged, `seed`'s body is legal, and compiled it agrees with eager on a whole tensor. On a slice, this torch's
+# Inductor reuses the returned buffer for the `* 2`, which lands in your `x`:
+
+# %%
+if hasattr(torch.Tag, "inplace"):
+    @torch.library.custom_op("nb03::seed_tagged", mutates_args={"x"}, tags=(torch.Tag.inplace,))
+    def seed_tagged(x: torch.Tensor) -> torch.Tensor:
+        x.add_(1)
+        return x
+
+    tagged = {"x": labkit.compile_and_compare(lambda x: seed_tagged(x) * 2, torch.ones(3), backend="inductor"),
+              "x[1:]": labkit.compile_and_compare(lambda x: seed_tagged(x[1:]) * 2, torch.ones(3), backend="inductor")}
+    print("\n".join(f"seed_tagged({where}) * 2: {report.verdict}" for where, report in tagged.items()))
+else:
+    print("This torch has no torch.Tag.inplace (docs/torch-versions.md).")
+
+# %% tags=["check"]
+#@title Check: tagged, the body is legal; Inductor agrees on x and (a canary) writes x wrongly through a slice
+if hasattr(torch.Tag, "inplace"):
+    assert tagged["x"].verdict.agree, "Tag.inplace, x.add_(1); return x on a whole tensor: compiled == eager"
+    if labkit.env.torch_version()[:2] == (2, 13):     # observed on 2.13.0; other releases not yet measured
+        sliced = tagged["x[1:]"].verdict
+        assert sliced.outputs_match, "the Tag.inplace op on a slice: the returned values are right"
+        assert not sliced.inputs_match, "torch fixed the Tag.inplace op on a slice (x is right now): update §3"
+        torch.compiler.reset()
+        x_eager, x_compiled = torch.ones(3), torch.ones(3)
+        seed_tagged(x_eager[1:]) * 2
+        torch.compile(lambda x: seed_tagged(x[1:]) * 2, backend="inductor")(x_compiled)
+        assert x_eager.tolist() == [1.0, 2.0, 2.0], "eager: the slice of x bumped once"
+        assert x_compiled.tolist() == [1.0, 4.0, 4.0], "compiled (plain torch.compile): the * 2 written into x"
+else:
+    assert labkit.env.torch_version() < (2, 13), "torch.Tag.inplace exists from 2.13 on"
+
+# %% [markdown]
 # ## 4. When the compiler gets sharing wrong: a clone that vanishes
 #
-# Everything above was torch keeping track. Now a case where it does not. `reverse_into(src, dst)` writes `src`
-# reversed into `dst`, one element at a time, and declares exactly what it writes. The caller passes it a
-# **clone** of `x` as `src` and `x` itself as `dst`:
+# `reverse_into(src, dst)` writes `src` reversed into `dst`, one element at a time, and declares exactly what it
+# writes. The caller passes it a **clone** of `x` as `src` and `x` itself as `dst`:
 
 # %%
 @torch.library.custom_op("nb03::reverse_into", mutates_args=("dst",))
@@ -324,8 +356,8 @@ assert x_compiled.tolist() == x_eager.tolist(), "compiled equals eager"
 #
 # torch prints each stage itself: `TORCH_LOGS="aot_graphs,output_code" python my_script.py` shows the base and
 # slice of §1 and the buffers of §4 (`labkit.torch_logs` catches the same log in a notebook). To test an op
-# against §4's hazard, call it compiled with a clone of the tensor it writes passed as its other input, on
-# values that are not all equal, and compare with eager: that is what `labkit.audit` does.
+# against §4's hazard, do what `labkit.audit` does: compile a call that passes a clone of the written tensor as
+# the other input, on values not all equal, and compare with eager.
 
 # %%
 with labkit.torch_logs(aot_graphs=True) as log:
@@ -349,7 +381,8 @@ assert any("torch.ops.aten.copy_.default(arg0_1" in line for line in aot_lines),
 # - Outputs may not secretly alias inputs. `custom_op` refuses in eager with its inferred schema; an explicit
 #   alias annotation passes eagerly and is refused by `torch.compile`; `Library.define` ops are checked when the
 #   compiled code first runs.
-# - Return nothing, a clone, or (with `Tag.inplace`) the input itself — never `x.add_(1); return x`.
+# - Return nothing, a clone, or, tagged `Tag.inplace`, the input itself (untagged, `x.add_(1); return x` fails
+#   in eager). Tagged and given a view, it got wrong values from this torch's Inductor (§3).
 # - A correct declaration is not always enough: a kernel that reads one input while it writes another should
 #   guard against the two sharing memory.
 #
