@@ -3,6 +3,7 @@
     python tools/torch_matrix.py 2.11.0 2.13.0 2.15.0 --colab
     python tools/torch_matrix.py 2.12.1 --keep-venvs --venv-root /scratch/venvs
     python tools/torch_matrix.py 2.11.0 2.13.0 --doctor mypkg.ops --doctor-pip mypkg==1.2 [--doctor-out r.json]
+    python tools/torch_matrix.py 2.15.0 --notebooks 02 03
 
 For each release: a throwaway virtual environment (under --venv-root, deleted afterwards
 unless --keep-venvs; one that already holds that torch is reused), that torch from PyPI
@@ -16,6 +17,10 @@ installed with ``--no-deps``, as the notebooks' Colab cell does.
 the packages of ``--doctor-pip``, installed with that torch pinned as a constraint so they cannot move it), and
 prints one row per release: the doctor's exit status and verdicts, and the ops with findings; ``--doctor-out``
 writes every release's JSON report to one file. It writes nothing under docs/.
+
+``--notebooks 02 03`` (numbers or names) runs only those notebooks, and the probe, on each release: a partial
+run prints its result and writes nothing under docs/, because the lab's supported range is computed from rows
+that ran every notebook.
 
 Results accumulate in docs/torch-versions.json (one entry per row, replaced when re-run);
 docs/torch-versions.md is rewritten from it, and labkit's CHECKED_ON must match the releases
@@ -395,7 +400,10 @@ def reprobe_row(row: dict, python: str, venv_root: Path) -> dict:
     return {**row, "behaviours": behaviours, "probed": f"{time.strftime('%Y-%m-%d')} ({current_commit()})"}
 
 
-def run_row(label: str, torch_version: str, python: str, colab: bool, venv_root: Path, keep: bool) -> dict:
+def run_row(label: str, torch_version: str, python: str, colab: bool, venv_root: Path, keep: bool,
+            notebooks: list[Path] | None = None) -> dict:
+    """One release's row: install, run ``notebooks`` (every notebook when None) under nbval-lax from a cold
+    Inductor cache, then the probe. A row of named notebooks says so (``partial``): it is never saved."""
     venv = venv_for(torch_version, python, colab, venv_root)
     log_path = Path(tempfile.gettempdir()) / f"torch-matrix-{venv.name}.log"
     row = {"row": label, "torch": torch_version, "python": python_version(python), "colab": colab,
@@ -410,18 +418,22 @@ def run_row(label: str, torch_version: str, python: str, colab: bool, venv_root:
         row["torch_build"] = installed_torch(venv)
         with cold_dirs() as (work_dir, env):
             junit = Path(work_dir) / "junit.xml"
-            notebooks = sorted(str(p) for p in (ROOT / "notebooks").glob("*.ipynb"))
-            print(f"[{label}] running {len(notebooks)} notebooks under nbval-lax (cold Inductor cache)", flush=True)
+            paths = [str(p) for p in (notebooks or sorted((ROOT / "notebooks").glob("*.ipynb")))]
+            print(f"[{label}] running {len(paths)} notebooks under nbval-lax (cold Inductor cache)", flush=True)
             started = time.perf_counter()
             sh([venv_python, "-m", "pytest", "--nbval-lax", "--nbval-current-env", "-p", "no:cacheprovider",
                 "-o", "addopts=", "-o", "junit_family=xunit1", "--rootdir", work_dir, f"--junitxml={junit}",
-                *notebooks], log, env=env, cwd=work_dir)
+                *paths], log, env=env, cwd=work_dir)
             row["notebooks_s"] = round(time.perf_counter() - started)
             row["notebooks"] = notebook_results(junit)
             print(f"[{label}] probing behaviours", flush=True)
             row["behaviours"] = run_probe(venv_python, env, work_dir, log)
             passed = bool(row["notebooks"]) and all(v == "pass" for v in row["notebooks"].values())
-            row["result"] = "all notebooks pass" if passed else "notebooks fail"
+            if notebooks:
+                row["partial"] = True
+                row["result"] = "the named notebooks pass" if passed else "notebooks fail"
+            else:
+                row["result"] = "all notebooks pass" if passed else "notebooks fail"
     if not keep:
         shutil.rmtree(venv, ignore_errors=True)
     print(f"[{label}] {row['result']}", flush=True)
@@ -482,12 +494,39 @@ def doctor_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def named_notebooks(names: list[str]) -> list[Path]:
+    """The notebooks ``--notebooks`` names, by number (``02``) or name (``02_mutates_args``, with or without
+    ``.ipynb``), in the lab's order. ValueError, in one sentence that lists them, for a name that is none of them."""
+    lab = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    chosen = []
+    for name in names:
+        stem = Path(name).name.removesuffix(".ipynb")
+        match = [p for p in lab if stem in (p.stem, p.stem[:2])]
+        if not match:
+            raise ValueError(f"--notebooks: {name!r} is not one of the lab's notebooks; give a number "
+                             f"({lab[0].stem[:2]} to {lab[-1].stem[:2]}) or a name, such as {lab[2].stem}")
+        chosen += [p for p in match if p not in chosen]
+    return sorted(chosen)
+
+
+def partial_report(row: dict) -> str:
+    """What a partial run found, printed instead of written: per notebook, then the probe."""
+    lines = [f"[{row['row']}] {row.get('torch_build') or row['torch']}: {row['result']} "
+             "(a partial run: nothing written under docs/)"]
+    lines += [f"  {nb}: {result}" for nb, result in sorted(row.get("notebooks", {}).items())]
+    lines += [f"  {SHORT.get(k, k)}: {v}" for k, v in row.get("behaviours", {}).items()]
+    return "\n".join(lines)
+
+
 def load() -> list[dict]:
     return json.loads(RESULTS.read_text()) if RESULTS.exists() else []
 
 
 def save(row: dict) -> list[dict]:
-    """Add ``row`` (replacing an older run of it) to the results; safe with several runs at once."""
+    """Add ``row`` (replacing an older run of it) to the results; safe with several runs at once. A partial row
+    (named notebooks only) is refused: the supported range is computed from rows that ran every notebook."""
+    if row.get("partial"):
+        raise ValueError(f"the {row['row']} row ran named notebooks only: it is printed, never saved")
     with open(RESULTS.with_suffix(".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         rows = [r for r in load() if (r["row"], r["python"]) != (row["row"], row["python"])] + [row]
@@ -575,7 +614,7 @@ def checked_on(rows: list[dict], notebooks: list[str] | None = None) -> list[str
     return sorted(good, key=lambda v: tuple(int(p) for p in v.split(".")))
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("versions", nargs="*", help="torch releases, e.g. 2.11.0 2.13.0")
     parser.add_argument("--colab", action="store_true", help="add the Colab stack row (Python 3.13, torch 2.11.0)")
@@ -593,7 +632,17 @@ def main() -> None:
     parser.add_argument("--doctor-cwd", type=Path, default=Path.cwd(),
                         help="the folder the doctor runs in (the project's root; default: here)")
     parser.add_argument("--doctor-out", type=Path, help="write every release's doctor report (JSON) to this file")
-    args = parser.parse_args()
+    parser.add_argument("--notebooks", nargs="+", metavar="NN",
+                        help="run only these notebooks (numbers or names); the result is printed, not written")
+    args = parser.parse_args(argv)
+    if args.notebooks is not None:
+        if args.doctor or args.table_only or args.probes_only:
+            parser.error("--notebooks runs named notebooks on releases: it does not go with --doctor, "
+                         "--table-only or --probes-only")
+        try:
+            args.notebooks = named_notebooks(args.notebooks)
+        except ValueError as error:
+            parser.error(str(error))
     if args.doctor:
         if not args.versions:
             parser.error("--doctor: name the torch releases to run it on, e.g. 2.11.0 2.13.0")
@@ -618,10 +667,16 @@ def main() -> None:
                 parser.error(f"--probes-only: no {label} row in {RESULTS.name} yet")
             rows = save(reprobe_row(old, python, args.venv_root))
             continue
-        row = run_row(label, version, python, colab, args.venv_root, args.keep_venvs)
+        row = run_row(label, version, python, colab, args.venv_root, args.keep_venvs, args.notebooks)
+        if args.notebooks:
+            print(partial_report(row), flush=True)
+            continue
         rows = save(row)
+    if args.notebooks:
+        return
     write_table(rows)
-    print(f"wrote {TABLE.relative_to(ROOT)}; every notebook passes on: {', '.join(checked_on(rows))}")
+    table = TABLE.relative_to(ROOT) if TABLE.is_relative_to(ROOT) else TABLE
+    print(f"wrote {table}; every notebook passes on: {', '.join(checked_on(rows))}")
 
 
 if __name__ == "__main__":
