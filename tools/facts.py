@@ -139,10 +139,11 @@ def headroom(root: pathlib.Path, lab: dict) -> list[str]:
     room: dict[str, float] = {}
     for agenda in workshop["agendas"]:
         length = agenda["length_min"]
-        used = (workshop["setup_min"] + agenda["wrap_up_min"] + agenda.get("break_min", 0) * bool(
-            agenda.get("break_after")) + sum(rounded[stems[n]] for n in agenda["notebooks"]))
+        numbers = [n for n in agenda["notebooks"] if n in stems]   # agendas() refuses the others in one sentence
+        used = (workshop["setup_min"] + agenda["wrap_up_min"] + sum(rounded[stems[n]] for n in numbers)
+                + (agenda["break_min"] if agenda.get("break_after") in numbers else 0))
         spare_steps = max(0, math.floor((length - used - workshop["min_buffer"] * length) / step))
-        for number in agenda["notebooks"]:
+        for number in numbers:
             stem = stems[number]
             left = rounded[stem] - exact[stem] + spare_steps * step
             room[stem] = min(room.get(stem, left), left)

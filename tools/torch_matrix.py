@@ -178,11 +178,11 @@ What notebook 03's §4 check cells assert per release (the *#198031 reproduces* 
   with one buffer as both arguments and the result differs from eager; on 2.15.0 the clone is kept and compiled
   agrees with eager. Each side is asserted, so a release that changes either fails the check cell, naming the
   lesson to update. `labkit.audit` reports the hazard exactly where the bug reproduces.
-- §3, an op tagged `Tag.inplace` whose body is `x.add_(1); return x`, then `* 2` on its result: compiled with
-  Inductor it agrees with eager on a whole tensor; given a view (`x[1:]`, also `x.view(-1)`, `x.t()`, `x[0]`),
-  2.13.0 reuses the returned buffer for the `* 2` and writes that product into the caller's tensor (the returned
-  values are right; `aot_eager` is right). Asserted on 2.13.0 only (observed there, 2026-12-06); on other
-  releases with the tag the check cell asserts the whole-tensor case alone. Before 2.13 there is no tag.
+- §3, an op tagged `Tag.inplace` whose body is `x.add_(1); return x`, then `* 2` on its result, compiled with
+  Inductor: right on a whole tensor; on `x[1:]` cut inside the compiled function, 2.13 reuses the op's returned
+  buffer for the `* 2` and so writes the product into `x` (the returned values are right). The check cell
+  asserts this on 2.13 only (2026-12-06); on other releases with the tag it asserts the whole-tensor case alone,
+  until a `--notebooks 03` run there measures the slice. Before 2.13 there is no tag.
 
 ## Notebook 08: a backward formula that calls the op
 
@@ -503,8 +503,8 @@ def named_notebooks(names: list[str]) -> list[Path]:
         stem = Path(name).name.removesuffix(".ipynb")
         match = [p for p in lab if stem in (p.stem, p.stem[:2])]
         if not match:
-            raise ValueError(f"--notebooks: {name!r} is not one of the lab's notebooks; give a number "
-                             f"({lab[0].stem[:2]} to {lab[-1].stem[:2]}) or a name, such as {lab[2].stem}")
+            raise ValueError(f"--notebooks: {name!r} is not one of the lab's notebooks; give a number or a name "
+                             f"({', '.join(p.stem for p in lab) or 'none are built: build them first'})")
         chosen += [p for p in match if p not in chosen]
     return sorted(chosen)
 
@@ -657,7 +657,7 @@ def main(argv: list[str] | None = None) -> None:
         parser.error("name at least one torch release, or --colab, or --table-only")
     args.venv_root.mkdir(parents=True, exist_ok=True)
     rows = load()
-    todo = [(v, v, args.python, False) for v in args.versions]
+    todo, failed = [(v, v, args.python, False) for v in args.versions], False
     if args.colab:
         todo.append(("Colab stack", COLAB["torch"], args.colab_python, True))
     for label, version, python, colab in ([] if args.table_only else todo):
@@ -670,10 +670,11 @@ def main(argv: list[str] | None = None) -> None:
         row = run_row(label, version, python, colab, args.venv_root, args.keep_venvs, args.notebooks)
         if args.notebooks:
             print(partial_report(row), flush=True)
+            failed = failed or row["result"] != "the named notebooks pass"
             continue
         rows = save(row)
     if args.notebooks:
-        return
+        raise SystemExit(1 if failed else 0)
     write_table(rows)
     table = TABLE.relative_to(ROOT) if TABLE.is_relative_to(ROOT) else TABLE
     print(f"wrote {table}; every notebook passes on: {', '.join(checked_on(rows))}")

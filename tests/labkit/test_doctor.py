@@ -163,9 +163,8 @@ def test_a_data_dependent_int_result_is_named_as_a_graph_break():
 
 
 def _named_settings(finding) -> set[str]:
-    """Every torch._dynamo.config capture setting the finding's why and fix mention, qualified or not."""
-    words = set(re.findall(r"\bcapture_\w+", f"{finding.why} {finding.fix}"))
-    return {word for word in words if hasattr(torch._dynamo.config, word)}
+    """Every capture setting the finding's fix tells the reader to turn on (``torch._dynamo.config.X = True``)."""
+    return set(re.findall(r"torch\._dynamo\.config\.(capture_\w+) = True", finding.fix))
 
 
 def _captures(fn, x, qualname: str, fullgraph: bool = False, **settings) -> tuple[int, bool]:
@@ -220,6 +219,9 @@ def test_the_capture_setting_a_graph_break_finding_names_captures_the_op(result_
     fn = _use(result_kind)(op)
     assert _captures(fn, torch.linspace(-1, 1, 6), qualname) == (1, False), "by default the op breaks the graph"
     _settings_hold(finding, fn, qualname)
+    assert "or use fullgraph=True" in finding.fix, finding.fix
+    assert _captures(fn, torch.linspace(-1, 1, 6), qualname, fullgraph=True) == (0, True), \
+        "fullgraph=True alone, the other fix it gives: the op in one graph"
 
 
 @pytest.mark.parametrize("result_kind", ["int", "size"])
@@ -237,9 +239,9 @@ def test_the_fix_for_an_op_without_a_fake_kernel_works_as_written(result_kind):
                       if f.check == "fullgraph"]
         assert "register_fake" in finding.fix and "new_dynamic_size" in finding.fix, finding.fix
         fn = _use(result_kind)(op)
-        if "splits the program at the op" in finding.why:
-            breaks, captured = _captures(fn, torch.linspace(-1, 1, 6), qualname)
-            assert breaks >= 1 and not captured, "fullgraph=False breaks at the op and has it in no graph"
+        assert "splits the program at the op" in finding.why, finding.why
+        breaks, captured = _captures(fn, torch.linspace(-1, 1, 6), qualname)
+        assert breaks >= 1 and not captured, "fullgraph=False breaks at the op and has it in no graph"
         dynamic = (lambda x: torch.library.get_ctx().new_dynamic_size()) if result_kind == "int" else \
             (lambda x: x.new_empty(torch.library.get_ctx().new_dynamic_size()))
         torch.library.register_fake(qualname, dynamic, lib=lib)
@@ -250,12 +252,19 @@ def test_the_fix_for_an_op_without_a_fake_kernel_works_as_written(result_kind):
 
 def test_capture_scalar_outputs_is_the_setting_for_item_and_not_for_a_data_dependent_op():
     """What docs/doctor.md says of the setting the doctor does not name: it captures Tensor.item() in the compiled
-    code, and capture_dynamic_output_shape_ops does not; for a -> int op it is the other way round."""
+    code, and capture_dynamic_output_shape_ops does not; for a -> int op and for an op with a data-dependent
+    output size it is the other way round."""
     @torch.library.custom_op("t::doc_dd_count", mutates_args=())
     def count(x: torch.Tensor) -> int:
         return int((x > 0).sum())
 
     count.register_fake(lambda x: torch.library.get_ctx().new_dynamic_size())
+
+    @torch.library.custom_op("t::doc_dd_positives", mutates_args=())
+    def positives(x: torch.Tensor) -> torch.Tensor:
+        return x[x > 0].clone()
+
+    positives.register_fake(lambda x: x.new_empty(torch.library.get_ctx().new_dynamic_size()))
     x = torch.linspace(-1, 1, 6)
 
     def item(x):
@@ -270,6 +279,9 @@ def test_capture_scalar_outputs_is_the_setting_for_item_and_not_for_a_data_depen
     int_op = _use("int")(count)
     assert breaks(int_op, capture_scalar_outputs=True) == 1
     assert breaks(int_op, capture_dynamic_output_shape_ops=True) == 0
+    size_op = _use("size")(positives)
+    assert breaks(size_op, capture_scalar_outputs=True) == 1
+    assert breaks(size_op, capture_dynamic_output_shape_ops=True) == 0
 
 
 def test_assert_clean_fails_a_test_with_every_finding_in_full():

@@ -54,7 +54,9 @@ def test_a_partial_run_prints_its_result_and_writes_nothing(tmp_path, monkeypatc
     before = results.read_text()
     calls = []
     monkeypatch.setattr(torch_matrix, "run_row", _fake_run(calls))
-    torch_matrix.main(["9.9.0", "--notebooks", "02", "03", "--venv-root", str(tmp_path / "venvs")])
+    with pytest.raises(SystemExit) as ended:
+        torch_matrix.main(["9.9.0", "--notebooks", "02", "03", "--venv-root", str(tmp_path / "venvs")])
+    assert ended.value.code == 0, "every named notebook passed"
     assert [p.stem[:2] for p in calls[0]] == ["02", "03"], "only the named notebooks run"
     assert results.read_text() == before and table.read_text() == "the table before"
     printed = capsys.readouterr().out
@@ -73,3 +75,16 @@ def test_a_full_run_writes_its_row(tmp_path, monkeypatch):
 def test_a_partial_row_is_never_saved():
     with pytest.raises(ValueError, match="ran named notebooks only"):
         torch_matrix.save({"row": "2.15.0", "python": "3.11", "partial": True})
+
+
+def test_a_partial_run_with_a_failing_notebook_exits_1(tmp_path, monkeypatch):
+    _results_in(tmp_path, monkeypatch)
+    fake = _fake_run([])
+
+    def failing(*args, **kwargs):
+        row = fake(*args, **kwargs)
+        return {**row, "notebooks": {"02_mutates_args": "FAIL: Cell 3 (AssertionError)"}, "result": "notebooks fail"}
+    monkeypatch.setattr(torch_matrix, "run_row", failing)
+    with pytest.raises(SystemExit) as ended:
+        torch_matrix.main(["9.9.0", "--notebooks", "02", "--venv-root", str(tmp_path / "venvs")])
+    assert ended.value.code == 1
