@@ -29,7 +29,7 @@ DECLARATIONS: dict[str, tuple[str, dict]] = {
                           dict(writes=("x",), mutates_args=("x",), returns="input")),
     "no fake kernel": ("is pure and returns a new tensor, but has no register_fake",
                        dict(writes=(), mutates_args=(), returns="fresh", fake=False)),
-    '"unknown"': ("writes x and declares mutates_args='unknown'",
+    '"unknown"': ("writes x and declares mutates_args='unknown': every argument written, and x is its only one",
                   dict(writes=("x",), mutates_args="unknown", returns="none")),
 }
 DYNAMIC_CHOICES = {"False": False, "True": True, "None": None}

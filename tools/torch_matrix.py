@@ -291,6 +291,32 @@ def _():
     torch.compile(f, backend="inductor")(x, out)
     return torch.equal(out, x)
 
+@probe("mutates_args='unknown', a clone of the written argument as the other: x wrong")
+def _():
+    import labkit
+    update = labkit.declare(name="matrix::update_unknown", args=("x", "stats"), writes=("stats",),
+                            mutates_args="unknown", returns="none")
+    def f(stats):
+        x = stats.clone()
+        update(x, stats)
+        return x, stats * 1
+    torch.compiler.reset()
+    x, _ = torch.compile(f, backend="inductor")(torch.arange(4.0))
+    return x.tolist() != [0.0, 1.0, 2.0, 3.0]
+
+@probe("Tag.inplace op on a slice cut inside the compiled function: x written wrongly")
+def _():
+    if not hasattr(torch.Tag, "inplace"):
+        return "no Tag.inplace"
+    def kernel(x: torch.Tensor) -> torch.Tensor:
+        x.add_(1)
+        return x
+    op = torch.library.custom_op("matrix::seed_tagged", kernel, mutates_args={"x"}, tags=(torch.Tag.inplace,))
+    x = torch.ones(3)
+    torch.compiler.reset()
+    torch.compile(lambda x: op(x[1:]) * 2, backend="inductor")(x)
+    return x.tolist() != [1.0, 2.0, 2.0]
+
 @probe("compile on a thread, then on the main thread")
 def _():
     code = ("import threading, torch\n"
@@ -547,6 +573,8 @@ SHORT = {  # column headers for the probe's behaviours
     "Tag.out: returning x.clone() and out.clone() leaves out holding x": "Tag.out buffer reused: wrong",
     "compile on a thread, then on the main thread": "compile on a thread, then main",
     "seeded op, result unused, removed by Inductor": "unused seeded op removed",
+    "mutates_args='unknown', a clone of the written argument as the other: x wrong": "'unknown' + clone: wrong",
+    "Tag.inplace op on a slice cut inside the compiled function: x written wrongly": "Tag.inplace on a slice: wrong",
 }
 
 

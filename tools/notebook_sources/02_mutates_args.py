@@ -93,9 +93,9 @@ assert report.verdict.agree, "compiled == eager"
 assert report.compiled_calls["nb02::bump"] == 1, "compiled: the kernel ran once"
 
 # %% [markdown]
-# ## 4. `mutates_args="unknown"`: safe for any kernel, at a price
+# ## 4. `mutates_args="unknown"`: every argument written, at a price
 #
-# When you cannot say which arguments an op writes, `"unknown"` declares all of them written. The answer is
+# When you cannot say which arguments an op writes, `"unknown"` declares all of them written. Here the answer is
 # right, but every argument pays: AOTAutograd copies `y` back too, though the kernel only writes `x`. And torch
 # refuses an autograd formula for an op that writes:
 
@@ -121,6 +121,46 @@ assert unknown_report.verdict.agree, '"unknown": compiled == eager'
 assert copied_back == ["arg0_1", "arg1_1"], '"unknown": AOTAutograd copies both inputs back, y too'
 assert refusal is not None, 'torch refuses register_autograd on an op with mutates_args="unknown"'
 assert "non-functional operator" in refusal.message, "torch's refusal calls the op a non-functional operator"
+
+# %% [markdown]
+# Right here, not everywhere: a write claimed but never done can mislead Inductor. `update(x, stats)` writes
+# `stats` and leaves `x` alone. The caller passes it a **clone** of `stats` as `x`:
+
+# %%
+def update_with_a_copy(stats):
+    x = stats.clone()
+    update(x, stats)
+    return x, stats * 1
+
+clone_runs = {}
+for declared in (("stats",), "unknown"):
+    update = labkit.declare(name="nb02::update", args=("x", "stats"), writes=("stats",), mutates_args=declared,
+                            returns="none")
+    clone_runs[declared] = labkit.compile_and_compare(update_with_a_copy, torch.arange(4.0), backend="inductor")
+    print(f"{declared!s:<12}", clone_runs[declared].verdict)
+
+# %% [markdown]
+# Declared truthfully, the compiled program is right. Declared `"unknown"`, `x` counts as written too, and this
+# torch's Inductor swaps the two: the op writes the clone, and the `x` returned is `stats` itself, holding the new
+# values. It is the clone bug of 03 §4. So `"unknown"` is no safer than the writes it claims: where you know
+# them, declare them.
+
+# %% tags=["check"]
+#@title Check: a clone of stats passed as x: ("stats",) is right; "unknown" gets x wrong under Inductor (< 2.15)
+assert clone_runs[("stats",)].verdict.agree, 'declared ("stats",): compiled == eager'
+torch.compiler.reset()
+eager_x, eager_stats = update_with_a_copy(torch.arange(4.0))                     # update is the "unknown" one now
+compiled_x, compiled_stats = torch.compile(update_with_a_copy, backend="inductor")(torch.arange(4.0))
+assert eager_x.tolist() == [0.0, 1.0, 2.0, 3.0], "eager: x keeps stats' old values"
+if labkit.env.torch_version() < (2, 15):    # observed on 2.11 and 2.13 (docs/torch-versions.md)
+    assert not clone_runs["unknown"].verdict.agree, '"unknown", a clone of stats as x: compiled != eager'
+    assert compiled_x.tolist() == [1.0, 2.0, 3.0, 4.0], '"unknown": x comes back holding stats\' new values'
+    unknown_code = labkit.render.stage_code(clone_runs["unknown"])["inductor"]
+    assert "torch.ops.nb02.update.default(arg0_1, buf" in unknown_code, \
+        '"unknown": Inductor passes the input stats in x\'s place and the clone in stats\''
+else:
+    assert clone_runs["unknown"].verdict.agree, '"unknown": 2.15 keeps the clone, compiled == eager'
+assert compiled_stats.tolist() == eager_stats.tolist() == [1.0, 2.0, 3.0, 4.0], "stats is right either way"
 
 # %% [markdown]
 # ## 5. `tags=torch.Tag.inplace`: returning the tensor you wrote
@@ -191,7 +231,7 @@ assert outcome["no fake kernel"] == "error when compiling (missing_fake)", "with
 #   is dead code and is removed (as in 00). §8 shows the other way it goes wrong.
 # - **Returning an input**: refused in eager already (legal only with `Tag.inplace`, §5).
 # - **No fake kernel**: the compile stops (01).
-# - **Over-declared**: correct, but not free. Next.
+# - **Over-declared**: correct here, but not free. Next (and §4 for a program where a claimed write goes wrong).
 #
 # ## 7. Over-declared: correct, but the call can no longer be removed
 #
@@ -432,7 +472,8 @@ answer_ok = check_normalize(my_normalize_mutates)
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
 #@title Solution (open it once you have tried)
-# Both arguments are written, so both are declared: ("x", "stats"). "unknown" also passes, less precisely.
+# Both arguments are written, so both are declared: ("x", "stats"). "unknown" also passes: for this op it
+# claims exactly the same two writes. On an op that writes only some of its arguments it claims more (§4).
 with contextlib.redirect_stdout(io.StringIO()):
     assert check_normalize(("x", "stats")), "declaring both written arguments is accepted"
     assert not check_normalize(("x",)), "declaring only x is refused: stats is written too"
@@ -470,8 +511,10 @@ assert any("torch.ops.aten.copy_.default(arg0_1" in line for line in aot_lines),
 #   (`auto_functionalized_v2` and a `copy_` back), and Inductor re-inplaces it onto your tensor, or clones first
 #   when other code still needs the old value.
 # - **Undeclared** write: silently wrong, two ways: the call is removed as dead code (result unused), or other
-#   code is fused across it and reads the wrong value (result used). **Over-declared**: correct, but the call is
-#   kept. **Returning an input**: an eager error, unless tagged `Tag.inplace`. **No fake kernel**: a compile error.
+#   code is fused across it and reads the wrong value (result used). **Over-declared** (`"unknown"` too): the
+#   call is kept; right in §6-§7, but a clone of a written argument passed in an over-declared place came back
+#   wrong (§4). **Returning an input**: an eager error, unless tagged `Tag.inplace`. **No fake kernel**: a compile
+#   error.
 # - Run `torch.library.opcheck`: its `test_schema` catches undeclared writes. It does not catch
 #   over-declarations or hidden Python side effects.
 #
@@ -481,7 +524,7 @@ assert any("torch.ops.aten.copy_.default(arg0_1" in line for line in aot_lines),
 # 2. Why was `read_then_bump` right on `aot_eager` and wrong on Inductor, with the same graph?
 # 3. Why did the truthful `bump_and_sum_declared` cost a clone, while `bump` in §3 did not?
 # 4. Why can `test_aot_dispatch_dynamic` pass for an op that writes an input it did not declare?
-# 5. Why is over-declaring safe but not free?
+# 5. Why was over-declaring correct in §7 but not free, and what made `"unknown"` wrong in §4?
 #
 # ## Further reading
 #
