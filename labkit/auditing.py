@@ -353,11 +353,25 @@ def _compile_findings(overload, call: _Call) -> list[Finding]:
     return found
 
 
+# What the written argument is in the compiled function when audit calls the op the way pytorch #198031 breaks it:
+# torch 2.15.0 keeps the clone of a graph input, not of an intermediate, so audit tries both.
+CLONE_CALLS = ("graph input", "intermediate")
+
+
+def _where(written: str, calls) -> str:
+    said = {"graph input": f"'{written}' a graph input (an argument of the compiled function)",
+            "intermediate": f"'{written}' an intermediate (-(-{written}), or ~(~{written}) for integers, computed "
+                            "inside the compiled function)"}
+    return " and with ".join(said[c] for c in calls)
+
+
 def _clone_alias_findings(overload, call: _Call) -> list[Finding]:
     """Call the op compiled the way pytorch #198031 breaks it: a clone of an argument it writes passed as another
     of its arguments (``y = x.clone(); op(y, x)``). Inductor may drop the clone and hand the op one buffer twice,
-    so a kernel that reads one while it writes the other computes something else than eagerly. Two programs:
-    one that never reads the clone again (the issue's), one that does; on distinct values (zeros hide a misread)."""
+    so a kernel that reads one while it writes the other computes something else than eagerly. Each pair runs
+    with ``x`` a graph input and with ``x`` an intermediate (torch 2.15.0 fixed only the first), each in two
+    programs: one that never reads the clone again (the issue's), one that does; on distinct values (zeros hide a
+    misread). The finding says which of the two calls went wrong."""
     names, values = zip(*call.named(overload)) if call.args or call.kwargs else ((), ())
     tensors = {name: v for name, v in zip(names, values) if isinstance(v, torch.Tensor) and not v.is_meta}
     findings, both_written = [], []
@@ -367,19 +381,16 @@ def _clone_alias_findings(overload, call: _Call) -> list[Finding]:
             if other == written or (value.shape, value.dtype, value.device) != (target.shape, target.dtype,
                                                                                 target.device):
                 continue
-            sample, seen = _with_distinct(values, names.index(written)), None
-            for reads_clone in (False, True):
-                report = compile_and_compare(_clone_passed(overload, call, names, written, other, reads_clone),
-                                             *sample, backend="inductor")
-                if report.verdict is not None and not report.verdict.agree and report.verdict.problems:
-                    seen = report
-                    break
-            if seen is None:
+            wrong = _wrong_calls(overload, call, names, values, written, other)
+            if not wrong:
                 continue
-            problem = (f"called as op({other}=<a clone of {written}>, {written}=...), compiled with Inductor it "
-                       f"gives another result than eagerly: {'; '.join(seen.verdict.problems)}")
+            seen, right = next(iter(wrong.values())), [c for c in CLONE_CALLS if c not in wrong]
+            problem = (f"called as op({other}=<a clone of {written}>, {written}=...) with {_where(written, wrong)}, "
+                       f"compiled with Inductor it gives another result than eagerly: "
+                       f"{'; '.join(seen.verdict.problems)}" + (f" (right with {_where(written, right)})"
+                                                                if right else ""))
             if other in internals.written_args(overload):
-                both_written.append((other, written, seen))
+                both_written.append((other, written, wrong))
                 continue
             twice = _called_with_one_buffer_twice(seen, overload)
             findings.append(Finding(
@@ -387,11 +398,25 @@ def _clone_alias_findings(overload, call: _Call) -> list[Finding]:
                 ("Inductor's code calls the op with the same buffer for both: the clone was removed, and the kernel "
                  f"reads '{other}' while it writes '{written}'" if twice else
                  "the clone did not survive Inductor's passes as it does eagerly, and the kernel reads memory it "
-                 "writes") + " (pytorch #198031; torch 2.15.0 keeps such a clone of a graph input)",
+                 "writes") + " (pytorch #198031; torch 2.15.0 keeps such a clone of a graph input, not of an "
+                 "intermediate)",
                 f"have the kernel copy '{other}' first when the two share storage ({other}.untyped_storage()."
                 f"data_ptr() == {written}.untyped_storage().data_ptr()): free for distinct tensors, right on every "
                 f"release; declaring '{other}' as mutated too fixes the common case, not every program"))
     return findings + ([_both_written_finding(both_written)] if both_written else [])
+
+
+def _wrong_calls(overload, call: _Call, names, values, written: str, other: str) -> dict:
+    """Of :data:`CLONE_CALLS`, those whose compiled run differs from eager: call -> its report."""
+    sample, wrong = _with_distinct(values, names.index(written)), {}
+    for where in CLONE_CALLS:
+        for reads_clone in (False, True):
+            program = _clone_passed(overload, call, names, written, other, reads_clone, where == "intermediate")
+            report = compile_and_compare(program, *sample, backend="inductor")
+            if report.verdict is not None and not report.verdict.agree and report.verdict.problems:
+                wrong[where] = report
+                break
+    return wrong
 
 
 def discarding_call(overload, names, positional: int, keywords: list[str]) -> Callable:
@@ -409,16 +434,20 @@ def discarding_call(overload, names, positional: int, keywords: list[str]) -> Ca
 
 def _both_written_finding(cases: list) -> Finding:
     """A clone of one written argument passed as another *written* argument: the declaration is not the cause,
-    and no kernel change helps. Observed on torch 2.11.0-2.14.1, fixed in 2.15.0 (tests/torch/test_torch_findings.py:
-    Inductor folds the clone into the input it copies, and the clone's place ends up with the input's result)."""
-    pairs = ", ".join(f"{other}=<a clone of {written}>" for other, written, _ in cases)
+    and no kernel change helps. With a graph input: observed on torch 2.11.0-2.14.1, fixed in 2.15.0
+    (tests/torch/test_torch_findings.py: Inductor folds the clone into the input it copies, and the clone's place
+    ends up with the input's result)."""
+    pairs = ", ".join(f"{other}=<a clone of {written}> with {_where(written, wrong)}" for other, written, wrong
+                      in cases)
     return Finding(
         ALIASING, f"called with a clone of one written argument as another written argument ({pairs}), compiled "
-        f"with Inductor it gives another result than eagerly: {'; '.join(cases[0][2].verdict.problems)}",
+        f"with Inductor it gives another result than eagerly: "
+        f"{'; '.join(next(iter(cases[0][2].values())).verdict.problems)}",
         "both places are declared written, so the declaration is not what is wrong: Inductor's code gives the "
-        "clone other values than eager does (pytorch #198031's family; torch 2.15.0 keeps the clone)",
-        "no declaration avoids it before torch 2.15.0; there, run such a call eagerly (outside torch.compile), "
-        "or pass a tensor that is not a copy of the other argument")
+        "clone other values than eager does (pytorch #198031's family; torch 2.15.0 keeps the clone of a graph "
+        "input)",
+        "no declaration avoids it; run such a call eagerly (outside torch.compile), or pass a tensor that is not "
+        "a copy of the other argument")
 
 
 def _buffer_arguments(text: str) -> list[str]:
@@ -439,13 +468,25 @@ def _called_with_one_buffer_twice(report, overload) -> bool:
     return False
 
 
-def _clone_passed(overload, call: _Call, names, written: str, other: str, reads_clone: bool):
+def _computed_copy(tensor: torch.Tensor) -> torch.Tensor:
+    """The same values, computed: an intermediate of the compiled function (see :func:`_clone_passed`)."""
+    if tensor.is_floating_point() or tensor.is_complex():
+        return torch.neg(torch.neg(tensor))
+    return torch.bitwise_not(torch.bitwise_not(tensor))   # exact for bool and every integer dtype
+
+
+def _clone_passed(overload, call: _Call, names, written: str, other: str, reads_clone: bool, intermediate: bool):
     """``f(*inputs)``: calls the op with a clone of ``written`` in ``other``'s place; returns what it wrote (and,
-    with ``reads_clone``, the clone too)."""
+    with ``reads_clone``, the clone too). ``intermediate``: ``written`` is first replaced by ``-(-written)``, a
+    tensor the compiled function computes, not one it is given, with the same values and dtype. Not ``written * 1``
+    or ``written + 0``: torch 2.15.0 simplifies those to ``written`` itself, a graph input again, and the program
+    then shows only what 2.15.0 fixed. An integer or bool one is ``~(~written)`` (exact; ``neg`` refuses bool)."""
     positional, keywords = len(call.args), list(call.kwargs)
 
     def clone_passed(*inputs):
         inputs = dict(zip(names, inputs))
+        if intermediate:
+            inputs[written] = _computed_copy(inputs[written])
         inputs[other] = inputs[written].clone()
         ordered = [inputs[name] for name in names]
         overload(*ordered[:positional], **dict(zip(keywords, ordered[positional:])))

@@ -73,6 +73,10 @@ NOTES = """
   buffer twice, so the compiled result differs from eager (notebook 03 §4). 2.15.0 keeps a clone of a graph input
   the graph writes (`remove_noop_ops`' "keep a real copy of a storage that is mutated in this graph"), which fixes
   this program; the reinplacing fix proposed for the issue (PR #198260) is not in any release measured here.
+  2.15.0 fixed the clone of a graph input only: with `x` computed inside the compiled function (`inp * 2`) and the
+  program returning `x`, Inductor is still wrong there (notebook 03 §4; see its section below). What the program
+  does with `x` afterwards matters: returning `x * 1.0` from such an intermediate kept two buffers and was right
+  on 2.13.0.
   **src declared too: y right**: with `mutates_args=("src", "dst")` the program above is right on every release,
   but a program that also returns `y * 1.0` gets `y` wrong on 2.14.1 (Inductor swaps the roles of the clone and
   `x`); a kernel that copies `src` when it shares storage with `dst` is right everywhere.
@@ -174,15 +178,18 @@ Checked the same way, on the same releases: no release differs.
 
 What notebook 03's §4 check cells assert per release (the *#198031 reproduces* column above is the same probe):
 
-- `y = x.clone(); reverse_into(y, x)` compiled with Inductor: on 2.11.0 to 2.14.1 the generated code calls the op
-  with one buffer as both arguments and the result differs from eager; on 2.15.0 the clone is kept and compiled
-  agrees with eager. Each side is asserted, so a release that changes either fails the check cell, naming the
-  lesson to update. `labkit.audit` reports the hazard exactly where the bug reproduces.
+- `y = x.clone(); reverse_into(y, x); return x` compiled with Inductor, `x` an input of the compiled function: on
+  2.11.0 to 2.14.1 the generated code calls the op with one buffer as both arguments and the result differs from
+  eager; on 2.15.0 the clone is kept and compiled agrees with eager. With `x` computed inside it (`inp * 2`), the
+  result differs on every release measured (2.11.0, 2.13.0, 2.14.1, 2.15.0: `--notebooks 03`, 2026-12-06). Each
+  side is asserted, so a release that changes one fails the check cell, naming the lesson to update.
+  `labkit.audit` makes both calls and says which went wrong: on 2.15.0 it reports the op for the computed `x`
+  and says the call with an input `x` was right.
 - §3, an op tagged `Tag.inplace` whose body is `x.add_(1); return x`, then `* 2` on its result, compiled with
-  Inductor: right on a whole tensor; on `x[1:]` cut inside the compiled function, 2.13 reuses the op's returned
-  buffer for the `* 2` and so writes the product into `x` (the returned values are right). The check cell
-  asserts this on 2.13 only (2026-12-06); on other releases with the tag it asserts the whole-tensor case alone,
-  until a `--notebooks 03` run there measures the slice. Before 2.13 there is no tag.
+  Inductor: right on a whole tensor; on `x[1:]` cut inside the compiled function, the product lands in `x` (the
+  returned values are right) on 2.13.0, 2.14.1 and 2.15.0 (`--notebooks 03`, 2026-12-06); the check cell asserts
+  it wherever the tag exists, and on 2.13 also the cause in the generated code (the op's returned buffer reused
+  for the `* 2`). Before 2.13 there is no tag.
 
 ## Notebook 08: a backward formula that calls the op
 

@@ -6,7 +6,7 @@ import torch
 
 import labkit
 from fresh_python import assert_survived, run_python
-from labkit import audit
+from labkit import audit, auditing
 
 CASES = {
     "correct": (dict(writes=("x",), mutates_args=("x",), returns="none"), set()),
@@ -73,18 +73,71 @@ def _reverse_op(name, mutates, guard=False):
     return op
 
 
+def _clone_passed_as_src(op, intermediate):
+    """The program of #198031: ``y = x.clone(); op(y, x)``, with ``x`` the graph input or ``-(-inp)``, the
+    intermediate audit computes."""
+    def program(inp):
+        x = torch.neg(torch.neg(inp)) if intermediate else inp
+        y = x.clone()
+        op(y, x)
+        return x.clone()
+    return program
+
+
+@pytest.mark.parametrize("intermediate", [False, True], ids=["graph input", "intermediate"])
+def test_198031_on_this_torch_graph_input_and_intermediate(intermediate):
+    """The ground truth audit's check stands on, in plain torch.compile: with x an intermediate Inductor gets it
+    wrong on 2.13 and 2.15.0 (the issue's report; run here on 2.13.0); with x a graph input up to 2.14 only (2.15.0
+    keeps that clone)."""
+    op = _reverse_op("reverse_truth", ("dst",))
+    program = _clone_passed_as_src(op, intermediate)
+    torch.compiler.reset()
+    compiled = torch.compile(program, backend="inductor")(torch.arange(8.0))
+    wrong = not torch.equal(compiled, program(torch.arange(8.0)))
+    expected = intermediate or labkit.env.torch_version() < (2, 15)
+    assert wrong is expected, f"{'intermediate' if intermediate else 'graph input'}: compiled {compiled}"
+
+
+def test_audit_s_intermediate_is_a_computed_tensor_of_the_same_values():
+    """audit's intermediate is ``-(-x)`` (``~(~x)`` for integers and bool): the same values and dtype, and a tensor
+    the compiled function computes, so the #198031 program stays wrong with it (x * 1 would not do: torch 2.15.0
+    folds it into x, a graph input again)."""
+    op = _reverse_op("reverse_folded", ("dst",))
+    for dtype in (torch.float32, torch.int32, torch.uint8):
+        def program(inp):
+            x = auditing._computed_copy(inp)
+            y = x.clone()
+            op(y, x)
+            return x.clone()
+        torch.compiler.reset()
+        given = torch.arange(8).to(dtype)
+        assert torch.equal(auditing._computed_copy(given), given), "the same values, same dtype"
+        compiled = torch.compile(program, backend="inductor")(given.clone())
+        assert not torch.equal(compiled, program(given.clone())), f"{dtype}: Inductor got it right: {compiled}"
+    flags = torch.tensor([True, False])
+    assert torch.equal(auditing._computed_copy(flags), flags), "bool: ~(~x)"
+
+
 def test_audit_calls_an_op_the_way_198031_breaks_it():
     """A correctly declared op, given a clone of the tensor it writes as the tensor it reads: Inductor hands it one
-    buffer twice up to torch 2.14 (pytorch #198031), which audit reports; 2.15.0 keeps the clone."""
+    buffer twice (pytorch #198031). audit calls it with dst a graph input (wrong up to 2.14) and with dst an
+    intermediate (wrong on 2.15.0 too), and says which call went wrong."""
     report = labkit.audit(_reverse_op("reverse_into", ("dst",)), torch.zeros(8), torch.zeros(8))
     aliasing = [f for f in report.findings if f.check == "aliasing"]
+    assert len(aliasing) == 1, report
+    problem = aliasing[0].problem
+    assert "op(src=<a clone of dst>, dst=...)" in problem
+    intermediate = "'dst' an intermediate (-(-dst), or ~(~dst) for integers, computed inside the compiled function)"
+    graph_input = "'dst' a graph input (an argument of the compiled function)"
+    assert intermediate in problem, problem
     if labkit.env.torch_version() < (2, 15):
-        assert len(aliasing) == 1, report
-        assert "op(src=<a clone of dst>, dst=...)" in aliasing[0].problem
-        assert "same buffer for both" in aliasing[0].why and "#198031" in aliasing[0].why
-        assert "untyped_storage().data_ptr()" in aliasing[0].fix
+        assert f"with {graph_input} and with {intermediate}" in problem, problem
+        assert "right with" not in problem, problem
     else:
-        assert aliasing == [], report
+        assert f"(right with {graph_input})" in problem, problem
+    assert "same buffer for both" in aliasing[0].why and "#198031" in aliasing[0].why
+    assert "graph input, not of an intermediate" in aliasing[0].why
+    assert "untyped_storage().data_ptr()" in aliasing[0].fix
 
 
 def test_a_kernel_that_copies_what_it_reads_when_shared_has_no_aliasing_finding():

@@ -192,7 +192,7 @@ assert fixed_report.verdict.agree, "form 2, returning a clone: compiled == eager
 
 # %% [markdown]
 # Tagged, `seed`'s body is legal, and compiled it agrees with eager on a whole tensor. On a slice taken inside
-# the compiled function, torch 2.13's Inductor reuses the returned buffer for the `* 2`, which lands in `x`:
+# the compiled function, Inductor reuses the returned buffer for the `* 2`, which lands in `x`:
 
 # %%
 if hasattr(torch.Tag, "inplace"):
@@ -213,19 +213,19 @@ import re
 
 if hasattr(torch.Tag, "inplace"):
     assert tagged["x"].verdict.agree, "Tag.inplace, x.add_(1); return x on a whole tensor: compiled == eager"
-    if labkit.env.torch_version()[:2] == (2, 13):     # observed on 2.13; other releases: docs/torch-versions.md
+    sliced = tagged["x[1:]"].verdict                   # observed on 2.13, 2.14.1 and 2.15.0
+    assert sliced.outputs_match, "the Tag.inplace op on a slice: the returned values are right"
+    assert not sliced.inputs_match, "torch fixed the Tag.inplace op on a slice (x is right now): update §3"
+    torch.compiler.reset()
+    x_eager, x_compiled = torch.ones(3), torch.ones(3)
+    seed_tagged(x_eager[1:]) * 2
+    torch.compile(lambda x: seed_tagged(x[1:]) * 2, backend="inductor")(x_compiled)
+    assert x_eager.tolist() == [1.0, 2.0, 2.0], "eager: the slice of x bumped once"
+    assert x_compiled.tolist() == [1.0, 4.0, 4.0], "compiled (plain torch.compile): the * 2 written into x"
+    if labkit.env.torch_version()[:2] == (2, 13):      # the generated code, as read on 2.13
         assert re.search(r"(buf\d+) = (buf\d+); del \2  # reuse\n\s+cpp_fused_mul_\d+\(\1\)",
                          labkit.render.stage_code(tagged["x[1:]"])["inductor"]), \
             "Inductor reuses the op's returned buffer (a view of x) for the * 2"
-        sliced = tagged["x[1:]"].verdict
-        assert sliced.outputs_match, "the Tag.inplace op on a slice: the returned values are right"
-        assert not sliced.inputs_match, "torch fixed the Tag.inplace op on a slice (x is right now): update §3"
-        torch.compiler.reset()
-        x_eager, x_compiled = torch.ones(3), torch.ones(3)
-        seed_tagged(x_eager[1:]) * 2
-        torch.compile(lambda x: seed_tagged(x[1:]) * 2, backend="inductor")(x_compiled)
-        assert x_eager.tolist() == [1.0, 2.0, 2.0], "eager: the slice of x bumped once"
-        assert x_compiled.tolist() == [1.0, 4.0, 4.0], "compiled (plain torch.compile): the * 2 written into x"
 else:
     assert labkit.env.torch_version() < (2, 13), "torch.Tag.inplace exists from 2.13 on"
 
@@ -247,20 +247,23 @@ reverse_into.register_fake(lambda src, dst: None)
 def reverse_in_place(x):
     y = x.clone()
     reverse_into(y, x)
-    return x * 1.0
+    return x
 
-clone_report = labkit.compile_and_compare(reverse_in_place, torch.arange(8.0), backend="inductor")
-print(labkit.summary(clone_report).splitlines()[1])
-print(labkit.render.stage_code(clone_report)["inductor"])
+runs = {"x an input": reverse_in_place, "x computed inside": lambda inp: reverse_in_place(inp * 2)}
+reports = {where: labkit.compile_and_compare(f, torch.arange(8.0), backend="inductor") for where, f in runs.items()}
+print("\n".join(f"{where:<18} {report.verdict}" for where, report in reports.items()))
+print(labkit.render.stage_code(reports["x an input"])["inductor"])
 
 # %% [markdown]
-# On the torch these outputs come from (2.13), compiled and eager **differ**. The generated code shows why:
-# the op is called with the same buffer twice, `reverse_into.default(arg0_1, arg0_1)`. Inductor removed the
-# clone as a no-op (a copy whose value is never changed), and re-inplacing then let the op write into the
-# tensor it reads: halfway through, it reads values it has already overwritten. No error, no warning.
+# On the torch these outputs come from (2.13), compiled and eager **differ**, both ways. The code shows why:
+# `reverse_into.default(arg0_1, arg0_1)`, one buffer twice. Inductor removed the clone as a no-op, so the op
+# writes the tensor it reads and, halfway through, reads values it has already overwritten. No error, no
+# warning. torch 2.15 keeps the clone when `x` is an input of the compiled function, not when it is computed
+# inside it: there the second line still differs.
 
 # %% tags=["check"]
 #@title Check: the clone is gone and the result is wrong (a canary: it fails the day torch fixes this)
+clone_report, computed_report = reports["x an input"], reports["x computed inside"]
 inductor_code = labkit.render.stage_code(clone_report)["inductor"]
 if labkit.env.torch_version() < (2, 15):    # observed on 2.11, 2.13 and 2.14.1
     assert "torch.ops.nb03.reverse_into.default(arg0_1, arg0_1)" in inductor_code, \
@@ -268,12 +271,15 @@ if labkit.env.torch_version() < (2, 15):    # observed on 2.11, 2.13 and 2.14.1
     assert not clone_report.verdict.agree, "torch fixed #198031 (compiled == eager now): update this lesson"
 else:                                        # 2.15.0 keeps a clone of a graph input the graph writes
     assert clone_report.verdict.agree, "2.15.0: compiled == eager"
+assert not computed_report.verdict.agree, "x computed inside the compiled function: wrong (2.13 and 2.15.0)"
+torch.compiler.reset()
+computed = torch.compile(runs["x computed inside"], backend="inductor")(torch.arange(8.0))
+assert not torch.equal(computed, runs["x computed inside"](torch.arange(8.0))), "plain torch.compile: wrong too"
 
 # %% [markdown]
-# Two ways to be safe on every release. The robust one is in the kernel: copy `src` first when it shares storage
-# with `dst` (free when they do not). The other declares `src` as mutated too, so Inductor keeps a copy; that
-# fixes this program, but a program that reads `y` afterwards can still differ on some releases
-# (`docs/torch-versions.md`). Both, compiled:
+# Two ways out. The robust one is in the kernel: copy `src` first when it shares storage with `dst` (free when it
+# does not). The other declares `src` written too, so Inductor keeps a copy: that fixes this program, not every
+# one (`docs/torch-versions.md`). Both:
 
 # %%
 @torch.library.custom_op("nb03::reverse_guarded", mutates_args=("dst",))
@@ -310,17 +316,20 @@ assert safe["the guarded kernel"].verdict.agree, "the kernel that copies shared 
 assert safe["src declared too"].verdict.agree, "declaring src as mutated too: compiled == eager on this program"
 
 # %% [markdown]
-# `labkit.audit` calls an op this way on purpose: for each argument it writes, it passes a clone of that argument
-# in another argument's place, compiles, and compares. On `reverse_into`:
+# `labkit.audit` makes this call on purpose: a clone of each argument the op writes, in another argument's place,
+# with the written one an input and computed inside; compiled, compared. On `reverse_into`:
 
 # %%
 audited = labkit.audit(reverse_into, torch.zeros(8), torch.zeros(8))
 print(next((str(f) for f in audited.findings if f.check == "aliasing"), "no aliasing finding"))
 
 # %% tags=["check"]
-#@title Check: audit reports the hazard where torch has it, and not on the guarded kernel
+#@title Check: audit reports the hazard on every release (an intermediate on 2.15), and not on the guarded kernel
 aliasing = [f for f in audited.findings if f.check == "aliasing"]
-assert (len(aliasing) == 1) == (labkit.env.torch_version() < (2, 15)), "audit reports it where torch has the bug"
+assert len(aliasing) == 1, "audit reports the hazard (a graph input up to 2.14, an intermediate everywhere)"
+assert "'dst' an intermediate" in aliasing[0].problem, "audit names the intermediate call"
+assert ("right with 'dst' a graph input" in aliasing[0].problem) == (labkit.env.torch_version() >= (2, 15)), \
+    "audit says the graph-input call is right exactly where torch keeps that clone"
 assert not [f for f in labkit.audit(reverse_guarded, torch.zeros(8), torch.zeros(8)).findings
             if f.check == "aliasing"], "the guarded kernel: no aliasing finding"
 
@@ -358,10 +367,9 @@ assert x_compiled.tolist() == x_eager.tolist(), "compiled equals eager"
 # %% [markdown]
 # ## In your own project
 #
-# torch prints each stage itself: `TORCH_LOGS="aot_graphs,output_code" python my_script.py` shows the base and
-# slice of §1 and the buffers of §4 (`labkit.torch_logs` catches the same log in a notebook). To test an op
-# against §4's hazard, do what `labkit.audit` does: compile a call that passes a clone of the written tensor as
-# the other input, on values not all equal, and compare with eager.
+# torch prints each stage itself: `TORCH_LOGS="aot_graphs,output_code" python my_script.py` shows §1's base and
+# slice and §4's buffers (`labkit.torch_logs` catches that log in a notebook). To test an op against §4's hazard,
+# do what `labkit.audit` does, on values not all equal.
 
 # %%
 with labkit.torch_logs(aot_graphs=True) as log:
@@ -386,7 +394,7 @@ assert any("torch.ops.aten.copy_.default(arg0_1" in line for line in aot_lines),
 #   alias annotation passes eagerly and is refused by `torch.compile`; `Library.define` ops are checked when the
 #   compiled code first runs.
 # - Return nothing, a clone, or, tagged `Tag.inplace`, the input itself (untagged, `x.add_(1); return x` fails
-#   in eager). Tagged, on a slice cut inside the compiled function, torch 2.13's Inductor wrote into `x` (§3).
+#   in eager). Tagged, on a slice cut inside the compiled function, Inductor wrote into `x` (§3).
 # - A correct declaration is not always enough: a kernel that reads one input while it writes another should
 #   guard against the two sharing memory.
 #
