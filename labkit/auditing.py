@@ -360,8 +360,8 @@ CLONE_CALLS = ("graph input", "intermediate")
 
 def _where(written: str, calls) -> str:
     said = {"graph input": f"'{written}' a graph input (an argument of the compiled function)",
-            "intermediate": f"'{written}' an intermediate (-(-{written}), or ~(~{written}) for integers, computed "
-                            "inside the compiled function)"}
+            "intermediate": f"'{written}' an intermediate (-(-{written}), or ~(~{written}) for integers and bool, "
+                            "computed inside the compiled function)"}
     return " and with ".join(said[c] for c in calls)
 
 
@@ -381,10 +381,14 @@ def _clone_alias_findings(overload, call: _Call) -> list[Finding]:
             if other == written or (value.shape, value.dtype, value.device) != (target.shape, target.dtype,
                                                                                 target.device):
                 continue
-            wrong = _wrong_calls(overload, call, names, values, written, other)
+            wrong, not_run = _wrong_calls(overload, call, names, values, written, other)
+            findings += [Finding(NOTE, f"the #198031 call op({other}=<a clone of {written}>, ...) with "
+                                 f"{_where(written, [where])} could not run here", "", why)
+                         for where, why in not_run.items()]
             if not wrong:
                 continue
-            seen, right = next(iter(wrong.values())), [c for c in CLONE_CALLS if c not in wrong]
+            seen = next(iter(wrong.values()))
+            right = [c for c in CLONE_CALLS if c not in wrong and c not in not_run]
             problem = (f"called as op({other}=<a clone of {written}>, {written}=...) with {_where(written, wrong)}, "
                        f"compiled with Inductor it gives another result than eagerly: "
                        f"{'; '.join(seen.verdict.problems)}" + (f" (right with {_where(written, right)})"
@@ -398,25 +402,31 @@ def _clone_alias_findings(overload, call: _Call) -> list[Finding]:
                 ("Inductor's code calls the op with the same buffer for both: the clone was removed, and the kernel "
                  f"reads '{other}' while it writes '{written}'" if twice else
                  "the clone did not survive Inductor's passes as it does eagerly, and the kernel reads memory it "
-                 "writes") + " (pytorch #198031; torch 2.15.0 keeps such a clone of a graph input, not of an "
-                 "intermediate)",
+                 "writes") + " (pytorch #198031; in the lab's measurements torch 2.15.0 gets the call with a graph "
+                 "input right and the one with an intermediate still wrong)",
                 f"have the kernel copy '{other}' first when the two share storage ({other}.untyped_storage()."
-                f"data_ptr() == {written}.untyped_storage().data_ptr()): free for distinct tensors, right on every "
-                f"release; declaring '{other}' as mutated too fixes the common case, not every program"))
+                f"data_ptr() == {written}.untyped_storage().data_ptr()): free for distinct tensors, and it does "
+                "not depend on which copies Inductor keeps"))
     return findings + ([_both_written_finding(both_written)] if both_written else [])
 
 
-def _wrong_calls(overload, call: _Call, names, values, written: str, other: str) -> dict:
-    """Of :data:`CLONE_CALLS`, those whose compiled run differs from eager: call -> its report."""
-    sample, wrong = _with_distinct(values, names.index(written)), {}
+def _wrong_calls(overload, call: _Call, names, values, written: str, other: str) -> tuple[dict, dict]:
+    """Of :data:`CLONE_CALLS`: those whose compiled run differs from eager (call -> its report), and those that could
+    not run (call -> why), so that a call that never ran is never said to be right."""
+    sample, wrong, not_run = _with_distinct(values, names.index(written)), {}, {}
     for where in CLONE_CALLS:
         for reads_clone in (False, True):
             program = _clone_passed(overload, call, names, written, other, reads_clone, where == "intermediate")
             report = compile_and_compare(program, *sample, backend="inductor")
-            if report.verdict is not None and not report.verdict.agree and report.verdict.problems:
+            failed = report.eager_error or report.error
+            if failed is not None or report.verdict is None:
+                not_run[where] = (f"{failed.type_name}: {failed.message[:160]}" if failed is not None else
+                                  "labkit could not compare its runs")
+                break
+            if not report.verdict.agree and report.verdict.problems:
                 wrong[where] = report
                 break
-    return wrong
+    return wrong, not_run
 
 
 def discarding_call(overload, names, positional: int, keywords: list[str]) -> Callable:
@@ -468,11 +478,19 @@ def _called_with_one_buffer_twice(report, overload) -> bool:
     return False
 
 
+_SAME_SIZE_INT = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
 def _computed_copy(tensor: torch.Tensor) -> torch.Tensor:
-    """The same values, computed: an intermediate of the compiled function (see :func:`_clone_passed`)."""
-    if tensor.is_floating_point() or tensor.is_complex():
+    """The same bits, computed: an intermediate of the compiled function (see :func:`_clone_passed`). ``neg``
+    twice for the usual floating and complex dtypes (exact, NaN and -0.0 included), ``bitwise_not`` twice for bool
+    and the integer dtypes that have it; any other dtype (uint16, float8, ...) through a same-size integer view."""
+    if tensor.dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64) or tensor.is_complex():
         return torch.neg(torch.neg(tensor))
-    return torch.bitwise_not(torch.bitwise_not(tensor))   # exact for bool and every integer dtype
+    if tensor.dtype in (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64):
+        return torch.bitwise_not(torch.bitwise_not(tensor))
+    same = _SAME_SIZE_INT[tensor.element_size()]
+    return torch.bitwise_not(torch.bitwise_not(tensor.view(same))).view(tensor.dtype)
 
 
 def _clone_passed(overload, call: _Call, names, written: str, other: str, reads_clone: bool, intermediate: bool):

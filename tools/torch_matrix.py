@@ -97,6 +97,10 @@ NOTES = """
   an op that writes its second argument. Every other claim of 02 (the undeclared write in `read_then_bump`:
   eager 8, compiled 10, the op launched before the fused kernel) was asserted unchanged on 2.11.0, 2.13.0,
   2.15.0 and the Colab stack (2026-12-03).
+  §4, `mutates_args="unknown"` on `update(x, stats)` (writes `stats`) called as `x = stats.clone(); update(x,
+  stats); return x, stats * 1` under Inductor: `x` comes back holding `stats`' new values on 2.11.0, 2.13.0 and
+  2.14.1; right on 2.15.0, with `stats` an input and with it computed inside (`inp * 2`); the truthful
+  `("stats",)` is right on all four (the *'unknown' + clone* probe and `--notebooks 02`, 2026-12-06).
 - **Notebook 04 across releases**: no claim differs on 2.11.0, 2.13.0, 2.15.0 or the Colab stack (2026-12-03):
   the stale artifact after a changed `mutates_args` (#187319) comes back in one process and across two, and
   the fixed fake kernel of §4 still gets the buggy one's artifact (#160472). Both checks fail with "torch may

@@ -258,8 +258,7 @@ print(labkit.render.stage_code(reports["x an input"])["inductor"])
 # On the torch these outputs come from (2.13), compiled and eager **differ**, both ways. The code shows why:
 # `reverse_into.default(arg0_1, arg0_1)`, one buffer twice. Inductor removed the clone as a no-op, so the op
 # writes the tensor it reads and, halfway through, reads values it has already overwritten. No error, no
-# warning. torch 2.15 keeps the clone when `x` is an input of the compiled function, not when it is computed
-# inside it: there the second line still differs.
+# warning. On torch 2.15 the first line agrees and the second, with `x` computed inside, still differs.
 
 # %% tags=["check"]
 #@title Check: the clone is gone and the result is wrong (a canary: it fails the day torch fixes this)
