@@ -1,14 +1,18 @@
 """The command line: ``python -m labkit doctor mypkg.ops`` (also ``labkit-doctor mypkg.ops``).
 
     python -m labkit doctor mypkg.ops [more.modules ...] [--namespace NS] [--op ns::name[.overload]]
-                                      [--samples MODULE] [--strict] [--json [PATH]] [--junit-xml PATH]
+                                      [--samples MODULE] [--strict] [--json PATH|-] [--junit-xml PATH|-]
                                       [--timeout-per-op SECONDS] [--quiet]
 
 Exit status: 0 when every op examined is clean, 1 on a finding (with ``--strict``, a skipped op too), 2 on bad
 usage (a module that does not import, one that registers no op, a SAMPLES key that names no op found, an unknown
 option), when an op runs past ``--timeout-per-op`` (its name and every thread's stack on stderr), or when every op
 was skipped, so nothing was checked; said in one sentence without a traceback. Progress lines go to stderr; the
-table (or, with ``--json`` alone, the JSON) to stdout.
+table (or, with ``--json -`` or ``--junit-xml -``, that report) to stdout, in whatever the console can encode.
+
+Every usage error is answered before the doctor imports a module or torch's compiler, and so is a report path it
+must not write: a ``.py`` file, a folder, a path in a missing folder, or an existing file that is not an earlier
+report of the doctor's (it never overwrites anything else).
 
 Not here: the doctor itself (:mod:`labkit.doctor`) and how a report is written (:mod:`labkit.doctor.formats`).
 """
@@ -16,9 +20,14 @@ Not here: the doctor itself (:mod:`labkit.doctor`) and how a report is written (
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
+import math
 import os
 import pathlib
 import sys
+import threading
+import xml.etree.ElementTree as ElementTree
 
 USAGE_ERROR = 2
 
@@ -49,21 +58,104 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--timeout-per-op", type=float, metavar="SECONDS",
                         help="an op overload running longer ends the run: exit status 2, naming the op, with "
                         "every thread's stack (a hung kernel or compile)")
-    parser.add_argument("--json", nargs="?", const="-", metavar="PATH",
-                        help="write the report as JSON to PATH (to stdout without PATH, instead of the table)")
-    parser.add_argument("--junit-xml", metavar="PATH", help="write JUnit XML (one testcase per op overload)")
+    parser.add_argument("--json", metavar="PATH", help="write the report as JSON to PATH (- : to stdout, instead "
+                        "of the table); an existing file is overwritten only if it is an earlier doctor report")
+    parser.add_argument("--junit-xml", metavar="PATH", help="write JUnit XML, one testcase per op overload (- : to "
+                        "stdout); an existing file is overwritten only if it is an earlier doctor report")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
     return parser
 
 
+def _usage_problem(args) -> str | None:
+    """The first usage error in ``args``, as one sentence, or None: all of them are found before anything is
+    imported or examined."""
+    limit = args.timeout_per_op
+    if limit is not None and not (math.isfinite(limit) and 0 < limit <= threading.TIMEOUT_MAX):
+        return (f"--timeout-per-op takes a finite number of seconds above 0 and at most {threading.TIMEOUT_MAX:.0f}, "
+                f"not {limit:g}")
+    if not args.modules and not args.namespace:
+        return "name a module that registers custom ops, e.g. python -m labkit doctor mypkg.ops"
+    for option, values in (("a module", args.modules), ("--namespace", args.namespace), ("--op", args.op),
+                           ("--samples", args.samples)):
+        blank = next((v for v in values if not v.strip()), None)
+        if blank is not None:
+            return f"{option} was given as {blank!r}: name one (a module like mypkg.ops, or a .py file)"
+    bad_op = next((op for op in args.op if "::" not in op), None)
+    if bad_op is not None:
+        return f"--op takes a qualified name, namespace::name (t::my_op, t::my_op.out), not {bad_op!r}"
+    if args.json == "-" and args.junit_xml == "-":
+        return "only one report can go to stdout: give --json or --junit-xml a file path"
+    if args.json and args.json == args.junit_xml:
+        return f"--json and --junit-xml both name {args.json}: give each report its own file"
+    for option, path in (("--json", args.json), ("--junit-xml", args.junit_xml)):
+        problem = _report_path_problem(option, path)
+        if problem:
+            return problem
+    return None
+
+
+def _report_path_problem(option: str, path: str | None) -> str | None:
+    """Why the doctor must not write a report to ``path``, or None: checked before the run, so that nothing is
+    overwritten and no report is lost after every op was examined."""
+    if path is None or path == "-":
+        return None
+    where = pathlib.Path(path)
+    if where.suffix == ".py":
+        return f"{option} {path}: a report is never written over a .py file; name a .json or .xml file"
+    if where.is_dir():
+        return f"{option} {path} is a folder: name a file in it"
+    if not where.parent.is_dir():
+        return f"{option} {path}: the folder {where.parent} does not exist: create it, or name a file elsewhere"
+    if where.exists() and not _an_earlier_report(where):
+        return (f"{option} {path}: that file exists and is not an earlier labkit doctor report, which is all the "
+                "doctor overwrites; name a new file, or remove that one yourself")
+    return None
+
+
+def _an_earlier_report(path: pathlib.Path) -> bool:
+    """Whether ``path`` is empty or holds a report the doctor wrote (its JSON, or its JUnit XML)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    if not text.strip():
+        return True
+    with contextlib.suppress(ValueError):
+        return isinstance(data := json.loads(text), dict) and data.get("tool") == "labkit doctor"
+    with contextlib.suppress(ElementTree.ParseError):
+        root = ElementTree.fromstring(text)
+        return root.tag == "testsuite" and root.get("name") == "labkit-doctor"
+    return False
+
+
+@contextlib.contextmanager
+def _console_that_encodes_anything():
+    """stdout and stderr write what their encoding cannot (a non-UTF-8 console: "✘" on ASCII) as "?" instead of
+    raising after the run; put back afterwards."""
+    streams = [(s, s.errors) for s in (sys.stdout, sys.stderr) if hasattr(s, "reconfigure")]
+    for stream, _ in streams:
+        with contextlib.suppress(Exception):
+            stream.reconfigure(errors="replace")
+    try:
+        yield
+    finally:
+        for stream, errors in streams:
+            with contextlib.suppress(Exception):
+                stream.reconfigure(errors=errors)
+
+
 def doctor(argv: list[str] | None = None) -> int:
     """``labkit doctor ...``: the report printed or written; the exit status returned."""
+    with _console_that_encodes_anything():
+        return _doctor(argv)
+
+
+def _doctor(argv: list[str] | None) -> int:
     try:
         args = _parser().parse_args(argv)
-        if args.timeout_per_op is not None and not args.timeout_per_op > 0:
-            _parser().error(f"--timeout-per-op takes a number of seconds above 0, not {args.timeout_per_op:g}")
-        if not args.modules and not args.namespace:
-            _parser().error("name a module that registers custom ops, e.g. python -m labkit doctor mypkg.ops")
+        problem = _usage_problem(args)
+        if problem:
+            _parser().error(problem)
     except SystemExit as done:   # --help (0) or a usage error (2, said in one sentence): a status, not an exit
         return done.code if isinstance(done.code, int) else USAGE_ERROR
     if os.getcwd() not in sys.path and "" not in sys.path:
@@ -86,14 +178,19 @@ def doctor(argv: list[str] | None = None) -> int:
     except doctor_module.UsageError as problem:
         print(f"labkit doctor: {problem}", file=sys.stderr)
         return USAGE_ERROR
-    if args.json == "-":
-        sys.stdout.write(formats.to_json(report))
+    reports = {args.json: formats.to_json, args.junit_xml: formats.junit_xml}
+    if "-" in reports:
+        sys.stdout.write(reports["-"](report))
     else:
         print(formats.table(report))
-        if args.json:
-            pathlib.Path(args.json).write_text(formats.to_json(report))
-    if args.junit_xml:
-        pathlib.Path(args.junit_xml).write_text(formats.junit_xml(report))
+    for path, write in reports.items():
+        if path and path != "-":
+            try:
+                pathlib.Path(path).write_text(write(report), encoding="utf-8")
+            except OSError as error:
+                print(f"labkit doctor: could not write {path} ({error.strerror or error}); the verdicts are above",
+                      file=sys.stderr)
+                return USAGE_ERROR
     return _status(report, args.strict)
 
 

@@ -9,6 +9,8 @@ a real package is tests/labkit/test_doctor_third_party.py.
 
 import importlib.metadata
 import json
+import os
+import pathlib
 import re
 import sys
 import textwrap
@@ -618,3 +620,93 @@ def test_the_snapshot_already_holds_the_ops_torchs_compiler_registers_when_first
     done = run_python(code)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "[]", done.stdout[:500]
+
+
+# --- the doctor never destroys or loses anything: report paths, option values, any console ----------------------
+
+MARKS_ITS_IMPORT = '''
+import pathlib, torch
+pathlib.Path(__file__).with_suffix(".imported").write_text("imported")
+
+@torch.library.custom_op("t::doc_marked", mutates_args=())
+def marked(x: torch.Tensor) -> torch.Tensor:
+    return x * 2
+
+marked.register_fake(lambda x: torch.empty_like(x))
+SAMPLES = {marked: [((torch.arange(3.0),), {})]}
+'''
+
+
+def _refused_before_import(capsys, tmp_path, *argv) -> str:
+    """Run the doctor on a module that marks its import; it must refuse (exit 2) in one line, importing nothing."""
+    path = _module(tmp_path, "doc_marked", MARKS_ITS_IMPORT)
+    status, out, err = _run(capsys, path, *argv)
+    assert status == 2, (status, out, err)
+    assert not (tmp_path / "doc_marked.imported").exists(), "the usage error came after the module was imported"
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    return err
+
+
+def test_a_report_path_never_overwrites_a_module_it_was_meant_to_examine(tmp_path, capsys):
+    """--json used to take an optional path: `--json a_ops.py b_ops.py` wrote the report over a_ops.py."""
+    first = _module(tmp_path, "doc_a_ops", MARKS_ITS_IMPORT.replace("doc_marked", "doc_a_marked"))
+    before = pathlib.Path(first).read_bytes()
+    err = _refused_before_import(capsys, tmp_path, "--json", first)
+    assert pathlib.Path(first).read_bytes() == before, "a .py file is never a report path"
+    assert "never written over a .py file" in err
+
+
+@pytest.mark.parametrize("option", ["--json", "--junit-xml"])
+def test_a_report_path_is_checked_before_anything_runs(tmp_path, capsys, option):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\n")
+    assert "not an earlier labkit doctor report" in _refused_before_import(capsys, tmp_path, option, str(notes))
+    assert notes.read_text() == "my notes\n", "an existing file that is not a report is left alone"
+    missing = tmp_path / "no_such_folder" / "report.out"
+    assert "does not exist" in _refused_before_import(capsys, tmp_path, option, str(missing))
+    assert "is a folder" in _refused_before_import(capsys, tmp_path, option, str(tmp_path))
+    assert "expected one argument" in _refused_before_import(capsys, tmp_path, option)
+
+
+def test_an_earlier_report_is_recognised_and_anything_else_is_not(tmp_path):
+    from labkit.__main__ import _an_earlier_report
+
+    cases = {"r.json": ('{"tool": "labkit doctor", "results": []}', True), "e.json": ("", True),
+             "r.xml": ('<testsuite name="labkit-doctor" tests="0"/>', True), "o.json": ('{"tool": "other"}', False),
+             "p.xml": ('<testsuite name="pytest"/>', False), "t.txt": ("hello", False), "l.json": ("[1, 2]", False)}
+    for name, (text, expected) in cases.items():
+        (tmp_path / name).write_text(text)
+        assert _an_earlier_report(tmp_path / name) is expected, name
+
+
+@pytest.mark.parametrize("value", ["inf", "1e400", "nan", "-1", "0", "1e300"])
+def test_a_time_limit_that_is_not_a_positive_finite_number_is_one_sentence(tmp_path, capsys, value):
+    err = _refused_before_import(capsys, tmp_path, "--timeout-per-op", value)
+    assert "--timeout-per-op takes a finite number of seconds above 0" in err, err
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["", "--namespace", "t"], "a module was given as ''"),
+    (["--op", "doc_marked"], "--op takes a qualified name"),
+    (["--namespace", " "], "--namespace was given as ' '"),
+    (["--json", "-", "--junit-xml", "-"], "only one report can go to stdout"),
+])
+def test_usage_errors_come_before_any_import(tmp_path, capsys, argv, said):
+    assert said in _refused_before_import(capsys, tmp_path, *argv)
+
+
+def test_an_ascii_console_gets_the_report_not_a_unicode_error(tmp_path):
+    """A Windows CI log or PYTHONIOENCODING=ascii: "✘" is written as "?" and the exit status is the report's."""
+    import subprocess
+
+    from repo import ROOT
+
+    path = _module(tmp_path, "doc_ascii", OPS)
+    report = tmp_path / "r.json"
+    report.write_text('{"tool": "labkit doctor"}')     # an earlier report: overwritten
+    done = subprocess.run([sys.executable, "-m", "labkit", "doctor", path, "--op", "t::doc_lies", "--json",
+                           str(report)], capture_output=True, text=True, cwd=ROOT, timeout=300,
+                          env=dict(os.environ, PYTHONIOENCODING="ascii"))
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert "UnicodeEncodeError" not in done.stderr and "t::doc_lies" in done.stdout, done.stderr[-3000:]
+    assert json.loads(report.read_text(encoding="utf-8"))["counts"]["fail"] == 1, "the earlier report was replaced"
