@@ -62,6 +62,20 @@ def pytest_configure(config):
     config.stash[_FOUND] = (targets, tables)
 
 
+_VERDICTS = pytest.StashKey[list]()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """The command line's rule: a run in which every op was skipped checked nothing, and must not pass green."""
+    verdicts = session.config.stash.get(_VERDICTS, [])
+    if verdicts and exitstatus == pytest.ExitCode.OK and all(v == "skip" for v in verdicts):
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(f"labkit doctor: nothing was checked: every op ({len(verdicts)}) was skipped: give "
+                                "them SAMPLES that run on this machine.", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
 class DoctorFailure(Exception):
     """An op overload with findings; its text is the whole report for that op."""
 
@@ -84,6 +98,7 @@ class DoctorItem(pytest.Item):
 
         report = doctor.examine_in_report(self.target, self.tables)
         result = report.results[0]
+        self.config.stash.setdefault(_VERDICTS, []).append(result.verdict)
         if result.verdict == doctor.SKIP:
             pytest.skip(result.notes[0] if result.notes else "not checked")
         if result.verdict == doctor.FAIL:

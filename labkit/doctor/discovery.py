@@ -72,8 +72,15 @@ def import_module(name: str):
             raise
         where = traceback.extract_tb(error.__traceback__)[-1] if error.__traceback__ else None
         at = f" ({where.filename}, line {where.lineno})" if where else ""
-        raise UsageError(f"importing {name} raised {type(error).__name__}{at}: "
-                         f"{' '.join(str(error).split())[:300]}") from None
+        raise UsageError(f"importing {name} raised {type(error).__name__}{at}: {_message_of(error)}") from None
+
+
+def _message_of(error: BaseException) -> str:
+    """The error's message on one line, or a sentence saying it has none to give (its ``__str__`` may raise)."""
+    try:
+        return " ".join(str(error).split())[:300]
+    except Exception as unreadable:  # noqa: BLE001 - the project's exception class: its __str__ can do anything
+        return f"(its message could not be read: its __str__ raised {type(unreadable).__name__})"
 
 
 def _path_module_name(path: pathlib.Path) -> str:

@@ -29,7 +29,14 @@ def sample_tables(modules, samples: dict | None = None) -> list[dict]:
     tables = []
     if samples is not None:
         tables.append(samples)
-    tables += [m.SAMPLES for m in modules if isinstance(getattr(m, "SAMPLES", None), dict)]
+    for module in modules:
+        table = getattr(module, "SAMPLES", None)
+        if table is not None and not isinstance(table, dict):
+            raise UsageError(f"{getattr(module, '__name__', 'a module')}.SAMPLES is {brief(table)}, not a dict: "
+                             "it maps each op to its inputs, SAMPLES = {my_op: [((x,), {}), ...]} (an op, or its "
+                             "name 'ns::name', as the key).")
+        if table is not None:
+            tables.append(table)
     return tables
 
 

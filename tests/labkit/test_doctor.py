@@ -710,3 +710,41 @@ def test_an_ascii_console_gets_the_report_not_a_unicode_error(tmp_path):
     assert done.returncode == 1, done.stderr[-3000:]
     assert "UnicodeEncodeError" not in done.stderr and "t::doc_lies" in done.stdout, done.stderr[-3000:]
     assert json.loads(report.read_text(encoding="utf-8"))["counts"]["fail"] == 1, "the earlier report was replaced"
+
+
+# --- the doctor ends in one sentence ---------------------------------------------------------------------------
+
+
+def test_samples_given_as_a_list_is_one_sentence_saying_the_shape(tmp_path, capsys):
+    path = _module(tmp_path, "doc_listed", SKIPPY.format(p="doc_listed") + "\nSAMPLES = [((torch.ones(2),), {})]\n")
+    status, out, err = _run(capsys, path, "-q")
+    assert status == 2, (out, err)
+    assert "SAMPLES is" in err and "not a dict" in err and "SAMPLES = {my_op: [((x,), {}), ...]}" in err, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_an_import_error_whose_message_raises_is_still_one_sentence(tmp_path, capsys):
+    path = _module(tmp_path, "doc_bad_str", '''
+        class Weird(Exception):
+            def __str__(self):
+                raise ValueError("no message for you")
+
+        raise Weird()
+    ''')
+    status, out, err = _run(capsys, path, "-q")
+    assert status == 2, (out, err)
+    assert "raised Weird" in err and "its message could not be read" in err, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_the_pytest_plugin_fails_a_run_in_which_every_op_was_skipped(pytester):
+    """The command line exits 2 when nothing was checked; the plugin must not be green then either."""
+    pytester.makepyfile(doc_plugin_skippy=SKIPPY.format(p="doc_plugin_skippy"))
+    pytester.syspathinsert()
+    try:
+        result = pytester.runpytest_inprocess("--labkit-doctor", "doc_plugin_skippy", "-p", "no:cacheprovider")
+        result.assert_outcomes(skipped=1)
+        assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+        result.stdout.fnmatch_lines(["*labkit doctor: nothing was checked: every op (1) was skipped*"])
+    finally:
+        sys.modules.pop("doc_plugin_skippy", None)
