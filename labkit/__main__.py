@@ -144,6 +144,32 @@ def _console_that_encodes_anything():
                 stream.reconfigure(errors=errors)
 
 
+@contextlib.contextmanager
+def _project_output_to_stderr():
+    """While the project's code runs (its imports, its kernels), what it prints goes to stderr, Python's print and
+    a C kernel's printf alike (file descriptor 1 is pointed at 2): stdout carries only the report, so that
+    ``--json -`` is JSON. Put back afterwards, C's buffer flushed first."""
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+        os.dup2(2, 1)
+    except OSError:             # no file descriptors to move (an embedded interpreter): Python's print only
+        saved = None
+    python_stdout, sys.stdout = sys.stdout, sys.stderr
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        with contextlib.suppress(Exception):
+            import ctypes
+
+            ctypes.CDLL(None).fflush(None)
+        if saved is not None:
+            os.dup2(saved, 1)
+            os.close(saved)
+        sys.stdout = python_stdout
+
+
 def doctor(argv: list[str] | None = None) -> int:
     """``labkit doctor ...``: the report printed or written; the exit status returned."""
     with _console_that_encodes_anything():
@@ -165,16 +191,8 @@ def _doctor(argv: list[str] | None) -> int:
 
     say = None if args.quiet else doctor_module.say_to_stderr
     try:
-        before = doctor_module.op_snapshot()    # before any import: a SAMPLES module may import the ops
-        samples = {}
-        for name in args.samples:
-            table = getattr(doctor_module.import_module(name), "SAMPLES", None)
-            if not isinstance(table, dict):
-                raise doctor_module.UsageError(f"{name} has no SAMPLES dict: give it SAMPLES = {{op: [(args, "
-                                               "kwargs), ...]}.")
-            samples.update(table)
-        report = doctor_module.run(args.modules, args.namespace, samples=samples or None, ops_only=args.op, say=say,
-                                   before=before, timeout_per_op=args.timeout_per_op)
+        with _project_output_to_stderr():
+            report = _examined(args, doctor_module, say)
     except doctor_module.UsageError as problem:
         print(f"labkit doctor: {problem}", file=sys.stderr)
         return USAGE_ERROR
@@ -192,6 +210,20 @@ def _doctor(argv: list[str] | None) -> int:
                       file=sys.stderr)
                 return USAGE_ERROR
     return _status(report, args.strict)
+
+
+def _examined(args, doctor_module, say):
+    """The run itself: the SAMPLES modules read, then every op found examined."""
+    before = doctor_module.op_snapshot()    # before any import: a SAMPLES module may import the ops
+    samples = {}
+    for name in args.samples:
+        table = getattr(doctor_module.import_module(name), "SAMPLES", None)
+        if not isinstance(table, dict):
+            raise doctor_module.UsageError(f"{name} has no SAMPLES dict: give it SAMPLES = {{op: [(args, "
+                                           "kwargs), ...]}.")
+        samples.update(table)
+    return doctor_module.run(args.modules, args.namespace, samples=samples or None, ops_only=args.op, say=say,
+                             before=before, timeout_per_op=args.timeout_per_op)
 
 
 def _status(report, strict: bool) -> int:

@@ -748,3 +748,33 @@ def test_the_pytest_plugin_fails_a_run_in_which_every_op_was_skipped(pytester):
         result.stdout.fnmatch_lines(["*labkit doctor: nothing was checked: every op (1) was skipped*"])
     finally:
         sys.modules.pop("doc_plugin_skippy", None)
+
+
+def test_json_to_stdout_stays_json_when_the_project_prints(tmp_path):
+    """fbgemm's kernels print "Time taken ..."; a project prints at import; C code writes to file descriptor 1:
+    with --json - all of it goes to stderr, and stdout is the report alone."""
+    import subprocess
+
+    from repo import ROOT
+
+    path = _module(tmp_path, "doc_chatty", '''
+        import os
+        import torch
+
+        print("importing doc_chatty")
+        os.write(1, b"raw bytes on fd 1\\n")
+
+        @torch.library.custom_op("t::doc_chatty", mutates_args=())
+        def chatty(x: torch.Tensor) -> torch.Tensor:
+            print("Time taken: 0.1 ms")
+            return x * 2
+
+        chatty.register_fake(lambda x: torch.empty_like(x))
+        SAMPLES = {chatty: [((torch.arange(3.0),), {})]}
+    ''')
+    done = subprocess.run([sys.executable, "-m", "labkit", "doctor", path, "--json", "-", "-q"], capture_output=True,
+                          text=True, cwd=ROOT, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout)["counts"]["pass"] == 1, done.stdout[:500]
+    for said in ("importing doc_chatty", "raw bytes on fd 1", "Time taken: 0.1 ms"):
+        assert said in done.stderr, said
