@@ -190,12 +190,31 @@ def _doctor(argv: list[str] | None) -> int:
     from .doctor import formats
 
     say = None if args.quiet else doctor_module.say_to_stderr
+    stopped = None
     try:
         with _project_output_to_stderr():
             report = _examined(args, doctor_module, say)
     except doctor_module.UsageError as problem:
         print(f"labkit doctor: {problem}", file=sys.stderr)
         return USAGE_ERROR
+    except doctor_module.Interrupted as interrupted:     # Ctrl-C between or inside ops: keep what was examined
+        report, stopped = interrupted.report, interrupted
+    except KeyboardInterrupt:
+        print("labkit doctor: stopped by Ctrl-C before any op was examined (while importing or warming up).",
+              file=sys.stderr)
+        return USAGE_ERROR
+    written = _write_reports(args, report, formats)
+    if stopped is not None:
+        kept = [p for p in (args.json, args.junit_xml) if p and p != "-"]
+        print(f"labkit doctor: {stopped}" + (f"; the report of those is in {' and '.join(kept)}" if kept else "")
+              + ".", file=sys.stderr)
+        return USAGE_ERROR
+    return written if written is not None else _status(report, args.strict)
+
+
+def _write_reports(args, report, formats) -> int | None:
+    """The table or the report asked for on stdout, and the reports asked for in files; USAGE_ERROR (said) when a
+    file cannot be written, else None."""
     reports = {args.json: formats.to_json, args.junit_xml: formats.junit_xml}
     if "-" in reports:
         sys.stdout.write(reports["-"](report))
@@ -209,7 +228,7 @@ def _doctor(argv: list[str] | None) -> int:
                 print(f"labkit doctor: could not write {path} ({error.strerror or error}); the verdicts are above",
                       file=sys.stderr)
                 return USAGE_ERROR
-    return _status(report, args.strict)
+    return None
 
 
 def _examined(args, doctor_module, say):

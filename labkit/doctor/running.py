@@ -74,6 +74,15 @@ def say_to_stderr(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
+class Interrupted(Exception):
+    """Ctrl-C while ops were being examined: ``report`` holds the ops examined before it (a warning says where it
+    stopped), so the command line can keep it where a report was asked for."""
+
+    def __init__(self, report: DoctorReport, done: int, total: int):
+        super().__init__(f"stopped by Ctrl-C after {done} of {total} op overloads")
+        self.report, self.done, self.total = report, done, total
+
+
 def _examine_all(targets: list[Target], tables: list[dict], say: Callable[[str], None] | None,
                  asked: list[str], warnings: list[str], timeout_per_op: float | None = None) -> DoctorReport:
     start = time.perf_counter()
@@ -85,11 +94,17 @@ def _examine_all(targets: list[Target], tables: list[dict], say: Callable[[str],
         warm = warmup.run(say=say or (lambda _: None))
         warm = warm if paying else None      # paid before this run (labkit.setup(), an earlier run): not here
         results = []
-        for number, target in enumerate(targets, 1):
-            with _time_limit(timeout_per_op, target.name):
-                results.append(examine(target, tables))
-            if say is not None:
-                say(f"[{number}/{len(targets)}] {target.name}: {results[-1].verdict} ({results[-1].seconds:.1f} s)")
+        try:
+            for number, target in enumerate(targets, 1):
+                with _time_limit(timeout_per_op, target.name):
+                    results.append(examine(target, tables))
+                if say is not None:
+                    say(f"[{number}/{len(targets)}] {target.name}: {results[-1].verdict} "
+                        f"({results[-1].seconds:.1f} s)")
+        except KeyboardInterrupt:
+            stopped = f"stopped by Ctrl-C after {len(results)} of {len(targets)} op overloads"
+            raise Interrupted(DoctorReport(asked, environment(), results, [*warnings, stopped], warm,
+                                           time.perf_counter() - start), len(results), len(targets)) from None
     return DoctorReport(asked, environment(), results, warnings, warm, time.perf_counter() - start)
 
 

@@ -778,3 +778,51 @@ def test_json_to_stdout_stays_json_when_the_project_prints(tmp_path):
     assert json.loads(done.stdout)["counts"]["pass"] == 1, done.stdout[:500]
     for said in ("importing doc_chatty", "raw bytes on fd 1", "Time taken: 0.1 ms"):
         assert said in done.stderr, said
+
+
+def test_ctrl_c_mid_run_is_one_sentence_exit_2_and_the_report_of_what_was_examined(tmp_path):
+    """SIGINT while the second op's kernel runs (the kernel itself says when it has started, so the signal lands
+    mid-run however loaded the machine): one sentence, exit 2, and the JSON of the op examined before it."""
+    import signal
+    import subprocess
+    import time
+
+    from repo import ROOT
+
+    started = tmp_path / "started"
+    path = _module(tmp_path, "doc_interrupted", f'''
+        import pathlib, time
+        import torch
+
+        @torch.library.custom_op("t::doc_int_a", mutates_args=())
+        def first(x: torch.Tensor) -> torch.Tensor:
+            return x * 2
+
+        @torch.library.custom_op("t::doc_int_b", mutates_args=())
+        def second(x: torch.Tensor) -> torch.Tensor:
+            pathlib.Path({str(started)!r}).write_text("started")
+            time.sleep(600)
+            return x * 3
+
+        first.register_fake(lambda x: torch.empty_like(x))
+        second.register_fake(lambda x: torch.empty_like(x))
+        SAMPLES = {{first: [((torch.arange(3.0),), {{}})], second: [((torch.arange(3.0),), {{}})]}}
+    ''')
+    report = tmp_path / "partial.json"
+    child = subprocess.Popen([sys.executable, "-m", "labkit", "doctor", path, "--json", str(report), "-q"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        deadline = time.monotonic() + 280
+        while not started.exists() and child.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert started.exists(), "the second op's kernel never ran"
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=120)
+    finally:
+        child.kill()
+    assert child.returncode == 2, err[-3000:]
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err[-3000:]
+    assert "labkit doctor: stopped by Ctrl-C after 1 of 2 op overloads; the report of those is in" in err, err
+    kept = json.loads(report.read_text(encoding="utf-8"))
+    assert [r["op"] for r in kept["results"]] == ["t::doc_int_a.default"], kept["results"]
+    assert any("stopped by Ctrl-C" in w for w in kept["warnings"]), kept["warnings"]
