@@ -6,9 +6,10 @@
 
 Exit status: 0 when every op examined is clean, 1 on a finding (with ``--strict``, a skipped op too), 2 on bad
 usage (a module that does not import, one that registers no op, a SAMPLES key that names no op found, an unknown
-option), when an op runs past ``--timeout-per-op`` (its name and every thread's stack on stderr), or when every op
-was skipped, so nothing was checked; said in one sentence without a traceback. Progress lines go to stderr; the
-table (or, with ``--json -`` or ``--junit-xml -``, that report) to stdout, in whatever the console can encode.
+option), when an import or an op runs past ``--timeout-per-op`` (its name and every thread's stack on stderr), or
+when every op was skipped, so nothing was checked; said in one sentence without a traceback. Progress lines go to
+stderr; the table (or, with ``--json -`` or ``--junit-xml -``, that report) to stdout, in whatever the console can
+encode.
 
 Every usage error is answered before the doctor imports a module or torch's compiler, and so is a report path it
 must not write: a ``.py`` file, a folder, a path in a missing folder, or an existing file that is not an earlier
@@ -236,7 +237,9 @@ def _examined(args, doctor_module, say):
     before = doctor_module.op_snapshot()    # before any import: a SAMPLES module may import the ops
     samples = {}
     for name in args.samples:
-        table = getattr(doctor_module.import_module(name), "SAMPLES", None)
+        with doctor_module.time_limit(args.timeout_per_op, f"importing {name}",
+                                      "or find what the import waits for (the stacks)"):
+            table = getattr(doctor_module.import_module(name), "SAMPLES", None)
         if not isinstance(table, dict):
             raise doctor_module.UsageError(f"{name} has no SAMPLES dict: give it SAMPLES = {{op: [(args, "
                                            "kwargs), ...]}.")

@@ -34,7 +34,8 @@ from .discovery import Target, UsageError, discover, import_module, op_snapshot
 from .examining import examine
 from ..describe import describe_value
 from .report import FAIL, PASS, SKIP, DoctorReport, Finding, OpResult, Sample, environment
-from .running import Interrupted, assert_clean, check, examine_in_report, run, say_to_stderr
+from .running import Interrupted, assert_clean, check, examine_in_report, run, say_to_stderr, time_limit
+
 from .samples import refuse_unmatched, sample_tables, samples_for
 from .steps import STEPS, Step
 
@@ -42,5 +43,5 @@ __all__ = ["run", "check", "assert_clean", "discover", "examine", "DoctorReport"
            "UsageError", "STEPS", "Interrupted",
            # also used by labkit's command line and pytest plugin, and named in the docs
            "Step", "Target", "import_module", "op_snapshot", "samples_for", "sample_tables", "examine_in_report",
-           "say_to_stderr", "refuse_unmatched",
+           "say_to_stderr", "refuse_unmatched", "time_limit",
            "describe_value", "environment", "PASS", "FAIL", "SKIP"]

@@ -46,16 +46,17 @@ TIMED_OUT = 2   # the exit status when an op runs past its time limit (as for ba
 
 
 @contextlib.contextmanager
-def _time_limit(seconds: float | None, name: str):
-    """A hung op (a kernel that never returns, a compile that never ends) must not hang CI until its job times
-    out saying nothing: past ``seconds``, say which op, dump every thread's stack (faulthandler) and exit 2."""
+def time_limit(seconds: float | None, name: str, leave_out: str = "or leave the op out with --op"):
+    """A hung op (a kernel that never returns, a compile that never ends) or a hung import must not hang CI until
+    its job times out saying nothing: past ``seconds``, say which, dump every thread's stack (faulthandler) and
+    exit 2."""
     if not seconds:
         yield
         return
 
     def expire():
         print(f"labkit doctor: {name} ran past --timeout-per-op {seconds:g} s: the stacks below show where; "
-              "raise the limit, or leave the op out with --op.", file=sys.stderr, flush=True)
+              f"raise the limit, {leave_out}.", file=sys.stderr, flush=True)
         faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
         sys.stderr.flush()
         os._exit(TIMED_OUT)
@@ -96,7 +97,7 @@ def _examine_all(targets: list[Target], tables: list[dict], say: Callable[[str],
         results = []
         try:
             for number, target in enumerate(targets, 1):
-                with _time_limit(timeout_per_op, target.name):
+                with time_limit(timeout_per_op, target.name):
                     results.append(examine(target, tables))
                 if say is not None:
                     say(f"[{number}/{len(targets)}] {target.name}: {results[-1].verdict} "
@@ -123,7 +124,8 @@ def run(modules: Iterable[str] | str = (), namespaces: Iterable[str] = (), sampl
     is a :class:`UsageError`. ``say`` gets the progress lines
     (None: silent). ``before``: the ops registered before the caller imported anything of the project's
     (:func:`~labkit.doctor.discovery.op_snapshot`; its SAMPLES modules may import its ops). ``timeout_per_op``:
-    seconds an overload may take before the process exits 2 naming it (the command line's ``--timeout-per-op``).
+    seconds the import of the modules, and then each overload, may take before the process exits 2 naming it (the
+    command line's ``--timeout-per-op``).
     :class:`UsageError` for what cannot be examined at all; every op's defect is in the report."""
     modules = [modules] if isinstance(modules, str) else list(dict.fromkeys(modules))   # each once
     namespaces = [namespaces] if isinstance(namespaces, str) else list(dict.fromkeys(namespaces))
@@ -131,7 +133,9 @@ def run(modules: Iterable[str] | str = (), namespaces: Iterable[str] = (), sampl
         raise UsageError("name at least one module (mypkg.ops) or namespace (--namespace mylib) to examine.")
     if samples is not None and not isinstance(samples, dict):
         raise UsageError(f"samples= takes a dict like SAMPLES ({{op: [(args, kwargs), ...]}}), not {brief(samples)}.")
-    targets, imported = discover(modules, namespaces, before=before, sample_keys=list(samples or {}))
+    with time_limit(timeout_per_op, f"importing {', '.join(modules) or 'the namespaces'}",
+                     "or find what the import waits for (the stacks)"):
+        targets, imported = discover(modules, namespaces, before=before, sample_keys=list(samples or {}))
     tables = sample_tables(imported, samples)
     refuse_unmatched(tables, targets)
     if ops_only:

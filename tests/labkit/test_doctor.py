@@ -826,3 +826,20 @@ def test_ctrl_c_mid_run_is_one_sentence_exit_2_and_the_report_of_what_was_examin
     kept = json.loads(report.read_text(encoding="utf-8"))
     assert [r["op"] for r in kept["results"]] == ["t::doc_int_a.default"], kept["results"]
     assert any("stopped by Ctrl-C" in w for w in kept["warnings"]), kept["warnings"]
+
+
+def test_an_import_that_never_returns_ends_at_timeout_per_op(tmp_path):
+    """The limit covered the examine loop only: a module whose import waits forever hung the run."""
+    import subprocess
+
+    from repo import ROOT
+
+    path = _module(tmp_path, "doc_hung_import", '''
+        import time
+        time.sleep(600)
+    ''')
+    done = subprocess.run([sys.executable, "-m", "labkit", "doctor", path, "--timeout-per-op", "3", "-q"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert f"labkit doctor: importing {path} ran past --timeout-per-op 3 s" in done.stderr, done.stderr[-3000:]
+    assert "time.sleep" in done.stderr or "doc_hung_import" in done.stderr, "the stacks show where it waits"
