@@ -62,12 +62,27 @@ def pytest_configure(config):
     config.stash[_FOUND] = (targets, tables)
 
 
-_VERDICTS = pytest.StashKey[list]()
+_VERDICT = "labkit_doctor_verdict"
+
+
+def pytest_runtest_logreport(report):
+    """Each doctor item's verdict, from its report: where the session ends (with pytest-xdist, the controller, to
+    which the workers send their reports), the rule below counts them."""
+    for key, value in getattr(report, "user_properties", ()):
+        if key == _VERDICT and report.when == "call":
+            _SEEN.append(value)
+
+
+_SEEN: list[str] = []
+
+
+def pytest_sessionstart(session):
+    _SEEN.clear()
 
 
 def pytest_sessionfinish(session, exitstatus):
     """The command line's rule: a run in which every op was skipped checked nothing, and must not pass green."""
-    verdicts = session.config.stash.get(_VERDICTS, [])
+    verdicts = list(_SEEN)
     if verdicts and exitstatus == pytest.ExitCode.OK and all(v == "skip" for v in verdicts):
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
@@ -98,7 +113,7 @@ class DoctorItem(pytest.Item):
 
         report = doctor.examine_in_report(self.target, self.tables)
         result = report.results[0]
-        self.config.stash.setdefault(_VERDICTS, []).append(result.verdict)
+        self.user_properties.append((_VERDICT, result.verdict))
         if result.verdict == doctor.SKIP:
             pytest.skip(result.notes[0] if result.notes else "not checked")
         if result.verdict == doctor.FAIL:

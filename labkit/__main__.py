@@ -11,9 +11,9 @@ when every op was skipped, so nothing was checked; said in one sentence without 
 stderr; the table (or, with ``--json -`` or ``--junit-xml -``, that report) to stdout, in whatever the console can
 encode.
 
-Every usage error is answered before the doctor imports a module or torch's compiler, and so is a report path it
-must not write: a ``.py`` file, a folder, a path in a missing folder, or an existing file that is not an earlier
-report of the doctor's (it never overwrites anything else).
+Errors in the options and report paths are answered before the doctor imports a module or torch's compiler: a
+report path is refused when it is a ``.py`` file, a folder, not a regular file, in a missing folder, or an existing
+file that is not an earlier report of the doctor's (or an empty ``.json``/``.xml`` file).
 
 Not here: the doctor itself (:mod:`labkit.doctor`) and how a report is written (:mod:`labkit.doctor.formats`).
 """
@@ -22,13 +22,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import math
 import os
 import pathlib
 import sys
 import threading
-import xml.etree.ElementTree as ElementTree
 
 USAGE_ERROR = 2
 
@@ -86,8 +84,9 @@ def _usage_problem(args) -> str | None:
         return f"--op takes a qualified name, namespace::name (t::my_op, t::my_op.out), not {bad_op!r}"
     if args.json == "-" and args.junit_xml == "-":
         return "only one report can go to stdout: give --json or --junit-xml a file path"
-    if args.json and args.json == args.junit_xml:
-        return f"--json and --junit-xml both name {args.json}: give each report its own file"
+    if args.json and args.junit_xml and "-" not in (args.json, args.junit_xml) and \
+            os.path.realpath(args.json) == os.path.realpath(args.junit_xml):
+        return f"--json {args.json} and --junit-xml {args.junit_xml} name one file: give each report its own"
     for option, path in (("--json", args.json), ("--junit-xml", args.junit_xml)):
         problem = _report_path_problem(option, path)
         if problem:
@@ -100,13 +99,15 @@ def _report_path_problem(option: str, path: str | None) -> str | None:
     overwritten and no report is lost after every op was examined."""
     if path is None or path == "-":
         return None
-    where = pathlib.Path(path)
-    if where.suffix == ".py":
+    where = pathlib.Path(os.path.realpath(path))     # a symlink is judged by what it points to
+    if where.suffix == ".py" or pathlib.Path(path).suffix == ".py":
         return f"{option} {path}: a report is never written over a .py file; name a .json or .xml file"
     if where.is_dir():
         return f"{option} {path} is a folder: name a file in it"
     if not where.parent.is_dir():
         return f"{option} {path}: the folder {where.parent} does not exist: create it, or name a file elsewhere"
+    if where.exists() and not where.is_file():
+        return f"{option} {path} is not a regular file (a pipe, a device): name a file, or - for stdout"
     if where.exists() and not _an_earlier_report(where):
         return (f"{option} {path}: that file exists and is not an earlier labkit doctor report, which is all the "
                 "doctor overwrites; name a new file, or remove that one yourself")
@@ -114,19 +115,16 @@ def _report_path_problem(option: str, path: str | None) -> str | None:
 
 
 def _an_earlier_report(path: pathlib.Path) -> bool:
-    """Whether ``path`` is empty or holds a report the doctor wrote (its JSON, or its JUnit XML)."""
+    """Whether ``path`` holds a report the doctor wrote (its JSON or its JUnit XML, known by how each begins), or
+    is an empty ``.json`` or ``.xml`` file. Only the first bytes are read: a report can be large."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        with open(path, "rb") as file:
+            head = file.read(400).decode("utf-8", errors="replace")
+    except OSError:
         return False
-    if not text.strip():
-        return True
-    with contextlib.suppress(ValueError):
-        return isinstance(data := json.loads(text), dict) and data.get("tool") == "labkit doctor"
-    with contextlib.suppress(ElementTree.ParseError):
-        root = ElementTree.fromstring(text)
-        return root.tag == "testsuite" and root.get("name") == "labkit-doctor"
-    return False
+    if not head.strip():
+        return path.suffix in (".json", ".xml")
+    return '"tool": "labkit doctor"' in head or '<testsuite name="labkit-doctor"' in head
 
 
 @contextlib.contextmanager
@@ -151,24 +149,29 @@ def _project_output_to_stderr():
     a C kernel's printf alike (file descriptor 1 is pointed at 2): stdout carries only the report, so that
     ``--json -`` is JSON. Put back afterwards, C's buffer flushed first."""
     sys.stdout.flush()
-    try:
+    saved = None
+    with contextlib.suppress(OSError):   # no file descriptors to move (an embedded interpreter): Python's only
         saved = os.dup(1)
         os.dup2(2, 1)
-    except OSError:             # no file descriptors to move (an embedded interpreter): Python's print only
-        saved = None
     python_stdout, sys.stdout = sys.stdout, sys.stderr
     try:
         yield
     finally:
-        sys.stderr.flush()
-        with contextlib.suppress(Exception):
-            import ctypes
-
-            ctypes.CDLL(None).fflush(None)
+        for step in (sys.stderr.flush, _flush_c_stdio, python_stdout.flush):   # each alone: none may keep fd 1
+            with contextlib.suppress(Exception):
+                step()
         if saved is not None:
-            os.dup2(saved, 1)
+            with contextlib.suppress(OSError):
+                os.dup2(saved, 1)
             os.close(saved)
         sys.stdout = python_stdout
+
+
+def _flush_c_stdio() -> None:
+    """C's stdio buffers emptied (a kernel's printf) while fd 1 still points at stderr (POSIX; elsewhere nothing)."""
+    import ctypes
+
+    ctypes.CDLL(None).fflush(None)
 
 
 def doctor(argv: list[str] | None = None) -> int:
@@ -204,9 +207,14 @@ def _doctor(argv: list[str] | None) -> int:
         print("labkit doctor: stopped by Ctrl-C before any op was examined (while importing or warming up).",
               file=sys.stderr)
         return USAGE_ERROR
-    written = _write_reports(args, report, formats)
+    try:
+        written = _write_reports(args, report, formats)
+    except KeyboardInterrupt:
+        print("labkit doctor: stopped by Ctrl-C while writing the reports (each is whole or as it was before).",
+              file=sys.stderr)
+        return USAGE_ERROR
     if stopped is not None:
-        kept = [p for p in (args.json, args.junit_xml) if p and p != "-"]
+        kept = [p for p in (args.json, args.junit_xml) if p and p != "-"] if written is None else []
         print(f"labkit doctor: {stopped}" + (f"; the report of those is in {' and '.join(kept)}" if kept else "")
               + ".", file=sys.stderr)
         return USAGE_ERROR
@@ -224,12 +232,24 @@ def _write_reports(args, report, formats) -> int | None:
     for path, write in reports.items():
         if path and path != "-":
             try:
-                pathlib.Path(path).write_text(write(report), encoding="utf-8")
+                _replace_whole(pathlib.Path(os.path.realpath(path)), write(report))
             except OSError as error:
                 print(f"labkit doctor: could not write {path} ({error.strerror or error}); the verdicts are above",
                       file=sys.stderr)
                 return USAGE_ERROR
     return None
+
+
+def _replace_whole(path: pathlib.Path, text: str) -> None:
+    """Write ``text`` to a new file beside ``path``, then put it in ``path``'s place: an earlier report is either
+    kept or replaced whole, never left half written (a full disk, Ctrl-C)."""
+    partial = path.with_name(f".{path.name}.labkit-doctor-partial")
+    try:
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, path)
+    finally:
+        with contextlib.suppress(OSError):
+            partial.unlink()
 
 
 def _examined(args, doctor_module, say):

@@ -104,7 +104,7 @@ def as_dict(report) -> dict:
         "ok": report.ok, "exit_status": report.exit_status, "counts": report.counts(),
         "seconds": round(report.seconds, 2),
         "warmup_seconds": None if report.warmup_seconds is None else round(report.warmup_seconds, 2),
-        "warnings": report.warnings,
+        "warnings": report.warnings, "interrupted": report.interrupted,
         "results": [{"op": r.op, "schema": r.schema, "found_in": r.found_in, "verdict": r.verdict,
                      "seconds": round(r.seconds, 2), "samples": [sample(s) for s in r.samples],
                      "checks_run": r.checks_run, "notes": r.notes,
@@ -120,7 +120,8 @@ def junit_xml(report) -> str:
     """JUnit XML, one testcase per overload (a finding is a failure, a skipped op a skip), read by CI systems."""
     counts = report.counts()
     suite = ElementTree.Element("testsuite", name="labkit-doctor", tests=str(len(report.results)),
-                                failures=str(counts["fail"]), skipped=str(counts["skip"]), errors="0",
+                                failures=str(counts["fail"]), skipped=str(counts["skip"]),
+                                errors=str(int(bool(report.interrupted))),
                                 time=f"{report.seconds:.2f}")
     properties = ElementTree.SubElement(suite, "properties")
     for key, value in report.environment.items():
@@ -137,5 +138,8 @@ def junit_xml(report) -> str:
             ElementTree.SubElement(case, "skipped", message=result.notes[0] if result.notes else "not checked")
         if result.notes:
             ElementTree.SubElement(case, "system-out").text = "\n".join(result.notes)
+    if report.interrupted:     # a CI system reading only this file must not show the stopped run green
+        stopped = ElementTree.SubElement(suite, "testcase", classname="labkit_doctor", name="the whole run")
+        ElementTree.SubElement(stopped, "error", type="interrupted", message=report.interrupted)
     ElementTree.indent(suite)
     return ElementTree.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"

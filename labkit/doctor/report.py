@@ -85,15 +85,19 @@ class DoctorReport:
     warnings: list[str]
     warmup_seconds: float | None
     seconds: float
+    interrupted: str = ""         # why the run stopped before its last op (Ctrl-C), or "" for a whole run
 
     @property
     def ok(self) -> bool:
-        return all(r.ok for r in self.results)
+        return not self.interrupted and all(r.ok for r in self.results)
 
     @property
     def exit_status(self) -> int:
-        """0 clean, 1 on a finding, 2 when every op was skipped (nothing checked: a CI job must not pass green). A
-        skip among checked ops is no finding: the table says it was not checked (``--strict`` fails it)."""
+        """0 clean, 1 on a finding, 2 when every op was skipped (nothing checked: a CI job must not pass green) or
+        the run was interrupted. A skip among checked ops is no finding: the table says it was not checked
+        (``--strict`` fails it)."""
+        if self.interrupted:
+            return 2
         if not self.ok:
             return 1
         return 2 if self.results and all(r.verdict == SKIP for r in self.results) else 0

@@ -105,7 +105,8 @@ def _examine_all(targets: list[Target], tables: list[dict], say: Callable[[str],
         except KeyboardInterrupt:
             stopped = f"stopped by Ctrl-C after {len(results)} of {len(targets)} op overloads"
             raise Interrupted(DoctorReport(asked, environment(), results, [*warnings, stopped], warm,
-                                           time.perf_counter() - start), len(results), len(targets)) from None
+                                           time.perf_counter() - start, interrupted=stopped),
+                              len(results), len(targets)) from None
     return DoctorReport(asked, environment(), results, warnings, warm, time.perf_counter() - start)
 
 

@@ -665,6 +665,11 @@ def test_a_report_path_is_checked_before_anything_runs(tmp_path, capsys, option)
     missing = tmp_path / "no_such_folder" / "report.out"
     assert "does not exist" in _refused_before_import(capsys, tmp_path, option, str(missing))
     assert "is a folder" in _refused_before_import(capsys, tmp_path, option, str(tmp_path))
+    assert "not a regular file" in _refused_before_import(capsys, tmp_path, option, "/dev/null")
+    link = tmp_path / "link.json"
+    link.symlink_to(notes)
+    assert "not an earlier labkit doctor report" in _refused_before_import(capsys, tmp_path, option, str(link))
+    assert notes.read_text() == "my notes\n", "a symlink is judged by the file it points to"
     assert "expected one argument" in _refused_before_import(capsys, tmp_path, option)
 
 
@@ -673,7 +678,8 @@ def test_an_earlier_report_is_recognised_and_anything_else_is_not(tmp_path):
 
     cases = {"r.json": ('{"tool": "labkit doctor", "results": []}', True), "e.json": ("", True),
              "r.xml": ('<testsuite name="labkit-doctor" tests="0"/>', True), "o.json": ('{"tool": "other"}', False),
-             "p.xml": ('<testsuite name="pytest"/>', False), "t.txt": ("hello", False), "l.json": ("[1, 2]", False)}
+             "p.xml": ('<testsuite name="pytest"/>', False), "t.txt": ("hello", False), "l.json": ("[1, 2]", False),
+             ".gitkeep": ("", False), "py.typed": ("", False)}
     for name, (text, expected) in cases.items():
         (tmp_path / name).write_text(text)
         assert _an_earlier_report(tmp_path / name) is expected, name
@@ -826,6 +832,7 @@ def test_ctrl_c_mid_run_is_one_sentence_exit_2_and_the_report_of_what_was_examin
     kept = json.loads(report.read_text(encoding="utf-8"))
     assert [r["op"] for r in kept["results"]] == ["t::doc_int_a.default"], kept["results"]
     assert any("stopped by Ctrl-C" in w for w in kept["warnings"]), kept["warnings"]
+    assert kept["exit_status"] == 2 and kept["ok"] is False and kept["interrupted"], "the report says it stopped"
 
 
 def test_an_import_that_never_returns_ends_at_timeout_per_op(tmp_path):
@@ -843,3 +850,17 @@ def test_an_import_that_never_returns_ends_at_timeout_per_op(tmp_path):
     assert done.returncode == 2, done.stderr[-3000:]
     assert f"labkit doctor: importing {path} ran past --timeout-per-op 3 s" in done.stderr, done.stderr[-3000:]
     assert "time.sleep" in done.stderr or "doc_hung_import" in done.stderr, "the stacks show where it waits"
+
+
+def test_two_reports_never_share_a_file_however_it_is_spelled(tmp_path, capsys):
+    report = tmp_path / "r.json"
+    err = _refused_before_import(capsys, tmp_path, "--json", str(report), "--junit-xml", f"{tmp_path}/./r.json")
+    assert "name one file: give each report its own" in err, err
+
+
+def test_an_interrupted_report_is_not_green_in_json_or_junit():
+    report = doctor.DoctorReport(["m"], doctor.environment(), [], [], None, 0.1, interrupted="stopped by Ctrl-C")
+    assert report.exit_status == 2 and not report.ok
+    suite = ElementTree.fromstring(formats.junit_xml(report))
+    assert suite.get("errors") == "1" and suite.find("testcase/error").get("message") == "stopped by Ctrl-C"
+    assert json.loads(formats.to_json(report))["interrupted"] == "stopped by Ctrl-C"
