@@ -105,8 +105,11 @@ def learner_minutes(root: pathlib.Path, lab: dict) -> dict[str, int]:
 
     Reading (prose words, visible code lines), the exercises ("## Exercise" headings of the source) and the
     measured execution, rounded up: a model of measured quantities, never a number typed in."""
-    step = lab["pace"]["round_to"]
-    return {stem: math.ceil(round(minutes, 6) / step) * step for stem, minutes in unrounded_minutes(root, lab).items()}
+    return _rounded_up(unrounded_minutes(root, lab), lab["pace"]["round_to"])
+
+
+def _rounded_up(minutes: dict[str, float], step: int) -> dict[str, int]:
+    return {stem: math.ceil(round(m, 6) / step) * step for stem, m in minutes.items()}
 
 
 def unrounded_minutes(root: pathlib.Path, lab: dict) -> dict[str, float]:
@@ -134,14 +137,14 @@ def headroom(root: pathlib.Path, lab: dict) -> list[str]:
     round_to minutes, so what is left is the room to its next step, plus a whole step for each step of buffer an
     agenda has above its floor (the least over the agendas it is in)."""
     pace, workshop = lab["pace"], lab["workshop"]
-    step, exact, rounded = pace["round_to"], unrounded_minutes(root, lab), learner_minutes(root, lab)
+    step, exact = pace["round_to"], unrounded_minutes(root, lab)
+    rounded = _rounded_up(exact, step)
     stems = {nb["stem"][:2]: nb["stem"] for nb in lab["notebooks"]}
     room: dict[str, float] = {}
     for agenda in workshop["agendas"]:
         length = agenda["length_min"]
         numbers = [n for n in agenda["notebooks"] if n in stems]   # agendas() refuses the others in one sentence
-        used = (workshop["setup_min"] + agenda["wrap_up_min"] + sum(rounded[stems[n]] for n in numbers)
-                + (agenda["break_min"] if agenda.get("break_after") in numbers else 0))
+        used = _used_minutes(agenda, workshop, [rounded[stems[n]] for n in numbers], numbers)
         spare_steps = max(0, math.floor((length - used - workshop["min_buffer"] * length) / step))
         for number in numbers:
             stem = stems[number]
@@ -153,6 +156,13 @@ def headroom(root: pathlib.Path, lab: dict) -> list[str]:
         lines.append(f"| {stem[:2]} | {exact[stem]:.1f} min ({rounded[stem]}) | {left:.1f} min | "
                      f"{int(left * pace['words_per_minute'])} | {int(left * pace['code_lines_per_minute'])} |")
     return lines + [""]
+
+
+def _used_minutes(agenda: dict, workshop: dict, notebook_minutes: list[int], numbers: list[str]) -> int:
+    """An agenda's minutes before its buffer: the opening, its notebooks, a break after one of them, the wrap-up."""
+    took_break = agenda.get("break_after") in numbers
+    return (workshop["setup_min"] + sum(notebook_minutes) + (agenda["break_min"] if took_break else 0)
+            + agenda["wrap_up_min"])
 
 
 def _sections(root: pathlib.Path, stem: str) -> set[str]:
@@ -184,7 +194,8 @@ def agendas(root: pathlib.Path, lab: dict, minutes: dict[str, int]) -> list[str]
             if number == agenda.get("break_after"):
                 blocks.append(("Break", agenda["break_min"], ""))
         blocks.append(("Wrap-up: What to remember, and the Questions (answer key below)", agenda["wrap_up_min"], ""))
-        buffer = length - sum(block[1] for block in blocks)
+        buffer = length - _used_minutes(agenda, workshop, [minutes[by_number[n]["stem"]] for n in agenda["notebooks"]],
+                                        agenda["notebooks"])
         if buffer < workshop["min_buffer"] * length:
             raise FactsError(f"the {length}-minute agenda leaves {buffer} min of buffer, less than "
                              f"{workshop['min_buffer']:.0%}: take a notebook out of it in pyproject's "

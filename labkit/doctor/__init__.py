@@ -34,7 +34,7 @@ from .discovery import Target, UsageError, discover, import_module, op_snapshot
 from .examining import examine
 from ..describe import describe_value
 from .report import FAIL, PASS, SKIP, DoctorReport, Finding, OpResult, Sample, environment
-from .running import Interrupted, assert_clean, check, examine_in_report, run, say_to_stderr, time_limit
+from .running import Interrupted, assert_clean, check, examine_in_report, import_limit, run, say_to_stderr, time_limit
 
 from .samples import refuse_unmatched, sample_tables, samples_for
 from .steps import STEPS, Step
@@ -43,5 +43,5 @@ __all__ = ["run", "check", "assert_clean", "discover", "examine", "DoctorReport"
            "UsageError", "STEPS", "Interrupted",
            # also used by labkit's command line and pytest plugin, and named in the docs
            "Step", "Target", "import_module", "op_snapshot", "samples_for", "sample_tables", "examine_in_report",
-           "say_to_stderr", "refuse_unmatched", "time_limit",
+           "say_to_stderr", "refuse_unmatched", "time_limit", "import_limit",
            "describe_value", "environment", "PASS", "FAIL", "SKIP"]

@@ -94,13 +94,22 @@ def failure_text(report) -> str:
     return "\n".join(lines)
 
 
+TOOL, SUITE = "labkit doctor", "labkit-doctor"   # how the JSON and the JUnit XML say the doctor wrote them
+
+
+def begins_a_report(head: str) -> bool:
+    """Whether ``head``, the first few hundred characters of a file, is the start of a report written here (the
+    JSON's first key, or the XML's suite name): the command line overwrites nothing else."""
+    return f'"tool": "{TOOL}"' in head or f'<testsuite name="{SUITE}"' in head
+
+
 def as_dict(report) -> dict:
     """The whole report as JSON-ready data (tensors described, never dumped)."""
     def sample(s):
         return {"source": s.source, "inputs": s.describe()}
 
     return {
-        "tool": "labkit doctor", "targets": report.targets, "environment": report.environment,
+        "tool": TOOL, "targets": report.targets, "environment": report.environment,
         "ok": report.ok, "exit_status": report.exit_status, "counts": report.counts(),
         "seconds": round(report.seconds, 2),
         "warmup_seconds": None if report.warmup_seconds is None else round(report.warmup_seconds, 2),
@@ -119,7 +128,7 @@ def to_json(report) -> str:
 def junit_xml(report) -> str:
     """JUnit XML, one testcase per overload (a finding is a failure, a skipped op a skip), read by CI systems."""
     counts = report.counts()
-    suite = ElementTree.Element("testsuite", name="labkit-doctor", tests=str(len(report.results)),
+    suite = ElementTree.Element("testsuite", name=SUITE, tests=str(len(report.results)),
                                 failures=str(counts["fail"]), skipped=str(counts["skip"]),
                                 errors=str(int(bool(report.interrupted))),
                                 time=f"{report.seconds:.2f}")

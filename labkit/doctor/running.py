@@ -70,6 +70,11 @@ def time_limit(seconds: float | None, name: str, leave_out: str = "or leave the 
         timer.cancel()
 
 
+def import_limit(seconds: float | None, what: str):
+    """:func:`time_limit` for importing ``what`` (the project's modules): a hung import is named as one."""
+    return time_limit(seconds, f"importing {what}", "or find what the import waits for (the stacks)")
+
+
 def say_to_stderr(text: str) -> None:
     """Where the progress lines go by default: stderr, at once (the command line's table goes to stdout)."""
     print(text, file=sys.stderr, flush=True)
@@ -134,8 +139,7 @@ def run(modules: Iterable[str] | str = (), namespaces: Iterable[str] = (), sampl
         raise UsageError("name at least one module (mypkg.ops) or namespace (--namespace mylib) to examine.")
     if samples is not None and not isinstance(samples, dict):
         raise UsageError(f"samples= takes a dict like SAMPLES ({{op: [(args, kwargs), ...]}}), not {brief(samples)}.")
-    with time_limit(timeout_per_op, f"importing {', '.join(modules) or 'the namespaces'}",
-                     "or find what the import waits for (the stacks)"):
+    with import_limit(timeout_per_op, ", ".join(modules) or "the namespaces"):
         targets, imported = discover(modules, namespaces, before=before, sample_keys=list(samples or {}))
     tables = sample_tables(imported, samples)
     refuse_unmatched(tables, targets)
