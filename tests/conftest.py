@@ -1,6 +1,8 @@
 import pathlib
+from collections import defaultdict
 
 import pytest
+from nbval.plugin import IPyNbCell
 
 
 def packages_under(tests: pathlib.Path) -> list[str]:
@@ -60,9 +62,44 @@ LONGEST_FIRST = ("tests/notebooks/test_robustness.py", "tests/delivery/test_brow
 assert all((ROOT / path).is_file() for path in LONGEST_FIRST), f"tests/conftest.py: a file of {LONGEST_FIRST} is gone"
 
 
+class RunAllAgainCell(IPyNbCell):
+    """A notebook's code cell run a second time in the notebook's kernel, as an instructor's second Run All does.
+
+    It fails on an error and compares no output (a second run may print less: warnings shown once, caches hit).
+    """
+
+    SUFFIX = " (Run All again)"
+
+    @classmethod
+    def after(cls, cell: IPyNbCell) -> "RunAllAgainCell":
+        again = cls.from_parent(cell.parent, name=cell.name + cls.SUFFIX, cell_num=cell.cell_num, cell=cell.cell,
+                                options=defaultdict(bool, cell.options, check=False))
+        again.add_marker(pytest.mark.slow)  # ./lab quick (-m "not slow") runs each notebook once
+        return again
+
+    def reportinfo(self):
+        path, line, description = super().reportinfo()
+        return path, line, description + self.SUFFIX
+
+
+def run_all_again(items: list) -> list:
+    """After each notebook's last cell, every code cell of it once more, in the kernel nbval already started for it
+    (on whichever worker runs that notebook) rather than in a second kernel of its own."""
+    out = []
+    for index, item in enumerate(items):
+        out.append(item)
+        notebook_ends = index + 1 == len(items) or items[index + 1].parent is not item.parent
+        if type(item) is IPyNbCell and notebook_ends:
+            cells = [cell for cell in items if type(cell) is IPyNbCell and cell.parent is item.parent]
+            out += [RunAllAgainCell.after(cell) for cell in cells]
+    return out
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m "not slow" deselects: the second runs are marked slow
 def pytest_collection_modifyitems(config, items):
     def rank(item):
         path = item.nodeid.split("::")[0]
         return LONGEST_FIRST.index(path) if path in LONGEST_FIRST else len(LONGEST_FIRST)
 
+    items[:] = run_all_again(items)
     items.sort(key=rank)  # stable: every other test keeps its place, a notebook's cells their order

@@ -1,5 +1,14 @@
-"""Notebooks survive what learners do: Run All twice, and running after the other notebooks in one kernel."""
+"""Notebooks survive what learners do: Run All twice, and running after the other notebooks in one kernel.
 
+Run All twice: ``./lab test`` runs every code cell of each notebook a second time after its last, in the kernel
+nbval started for it (tests/conftest.py, ``RunAllAgainCell``); the tests below check that this covers all twelve and
+that a cell which fails only on its second run fails the suite.
+"""
+
+import json
+import re
+import subprocess
+import sys
 
 import nbformat
 import pytest
@@ -15,9 +24,43 @@ def _errors(cell) -> list[str]:
     return [f"{o['ename']}: {o['evalue']}" for o in cell.get("outputs", []) if o.get("output_type") == "error"]
 
 
-# Notebooks run a second time in that kernel: 00-03, the lessons whose ops every later one builds on. All twelve
-# twice took 312 s, a third of CI on two cores; 04-11 run once here (their own nbval run is the second).
+# Notebooks run a second time in the cross-notebook kernel: 00-03, the lessons whose ops every later one builds on,
+# run again after all the others. Every notebook's own second Run All is a test of its own (see above).
 RERUN_BELOW = "04"
+
+
+def _collect(*args: str) -> list[str]:
+    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                           "--nbval-lax", *args], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return [line for line in done.stdout.splitlines() if "::" in line]
+
+
+def test_the_suite_runs_all_twelve_notebooks_twice_each_in_its_own_kernel():
+    """Every code cell of every notebook, again, after that notebook's last cell (same file: same kernel, same
+    worker); ./lab quick (-m "not slow") leaves the second runs out."""
+    ids = _collect("notebooks", "tests/notebooks/test_robustness.py")
+    quick = _collect("notebooks", "tests/notebooks/test_robustness.py", "-m", "not slow")
+    assert len(NOTEBOOKS) == 12
+    for path in NOTEBOOKS:
+        code_cells = sum(cell["cell_type"] == "code" for cell in json.loads(path.read_text())["cells"])
+        mine = [i.split("::", 1)[1] for i in ids if i.startswith(f"notebooks/{path.name}::")]
+        first = [f"Cell {n}" for n in range(code_cells)]
+        assert mine == first + [f"{cell} (Run All again)" for cell in first], f"{path.name}: {mine}"
+        assert [i.split("::", 1)[1] for i in quick if i.startswith(f"notebooks/{path.name}::")] == first, path.name
+
+
+def test_a_cell_that_fails_only_on_the_second_run_fails_the_suite(tmp_path):
+    """A notebook whose cell defines what it first checks is absent passes one Run All and fails the second."""
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("assert 'seen' not in globals()\nseen = 1"),
+                                               nbformat.v4.new_code_cell("print('fine')")])
+    nbformat.write(notebook, tmp_path / "twice.ipynb")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "conftest", "--nbval-lax",
+                           "--nbval-current-env", "-rA", "--rootdir", str(ROOT), "-c", str(ROOT / "pyproject.toml"),
+                           str(tmp_path / "twice.ipynb")], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    results = sorted(re.findall(r"^(PASSED|FAILED) \S*::(Cell \d+(?: \(Run All again\))?)", done.stdout, re.M))
+    assert results == [("FAILED", "Cell 0 (Run All again)"), ("PASSED", "Cell 0"), ("PASSED", "Cell 1"),
+                       ("PASSED", "Cell 1 (Run All again)")], done.stdout[-3000:]
 
 
 @pytest.mark.slow  # sixteen notebook runs: the longest test of the suite

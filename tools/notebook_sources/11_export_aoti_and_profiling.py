@@ -62,8 +62,9 @@ print(ep.graph)
 
 # %% tags=["check"]
 #@title Check: the op is one node; Dim("batch") made dim 0 symbolic; the program runs for another batch size
-targets = [node.target for node in ep.graph.nodes if node.op == "call_function"]
-assert targets == [torch.ops.nb11.silu.default, torch.ops.aten.add.Tensor], "the op is one node, before the add"
+# Ops compared by name: after a redefinition (a second Run All), torch.ops may hand out a new object for the op
+targets = [str(node.target) for node in ep.graph.nodes if node.op == "call_function"]
+assert targets == ["nb11.silu.default", "aten.add.Tensor"], "the op is one node, before the add"
 batch = ep.graph_signature.user_inputs[0]
 shape = next(n for n in ep.graph.nodes if n.name == batch).meta["val"].shape
 assert isinstance(shape[0], torch.SymInt), "Dim('batch') made dim 0 symbolic"
@@ -95,9 +96,9 @@ print("lowered: ", [str(node.target) for node in ep_mut.run_decompositions().gra
 
 # %% tags=["check"]
 #@title Check: the mutating op is a node of the exported graph; run_decompositions wraps it in auto_functionalized_v2
-mut_targets = [node.target for node in ep_mut.graph.nodes if node.op == "call_function"]
-assert torch.ops.nb11.add_into.default in mut_targets, "the mutating op is a node of the exported graph"
-assert not any("auto_functionalized" in str(t) for t in mut_targets), "no auto_functionalized wrapper in ep.graph"
+mut_targets = [str(node.target) for node in ep_mut.graph.nodes if node.op == "call_function"]
+assert "nb11.add_into.default" in mut_targets, "the mutating op is a node of the exported graph"
+assert not any("auto_functionalized" in t for t in mut_targets), "no auto_functionalized wrapper in ep.graph"
 torch.testing.assert_close(ep_mut.module()(x), 2 * x)
 lowered = [str(node.target) for node in ep_mut.run_decompositions().graph.nodes if node.op == "call_function"]
 assert "auto_functionalized_v2" in lowered, "lowered: the op is wrapped in auto_functionalized_v2"
