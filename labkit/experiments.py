@@ -41,6 +41,10 @@ DCE_DECLARATIONS: dict[str, dict] = {
     "has_side_effect": dict(returns="none", effect="side_effect"),
     "effectful (ordered)": dict(returns="none", effect="ordered"),
 }
+# The ops above whose kernel does something a caller could notice besides outputs and writes: a Python side effect
+# (a log line, a counter; here labkit's count of the kernel's runs). Compiled code that runs it a different number of
+# times than eager differs from eager, even where outputs and inputs agree (the labs' headline says so).
+PYTHON_SIDE_EFFECT = ("-> None with a Python side effect", "has_side_effect", "effectful (ordered)")
 # How the op's output size is known: from the input's shape (its fake kernel says empty_like(x)), or
 # only at run time (nonzero-like: the fake kernel asks for ctx.new_dynamic_size(), an unbacked size).
 OP_KINDS = {"shape-following": "fresh", "data-dependent": "data-dependent"}

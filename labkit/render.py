@@ -52,7 +52,10 @@ STAGE_NAMES = {"dynamo": "Dynamo", "aot": "AOTAutograd", "inductor": "Inductor"}
 KEPT, REMOVED, RAISED, NOT_REACHED, NOT_USED, NO_GRAPH = (
     "kept", "removed", "torch raised here", "not reached", "not used", "no graph")
 OUTSIDE = "in no graph (a graph break): ran eagerly"
-_PICTURE_WORDS = {RAISED: "torch\nraised here", OUTSIDE: "graph break,\nran eagerly"}   # two lines in a box
+_PICTURE_WORDS = {RAISED: "torch\nraised here", OUTSIDE: "graph break,\nran eagerly",   # two lines in a box
+                  "yes, then torch raised": "yes, then\ntorch raised",
+                  "torch raised at run time": "torch raised\nat run time"}
+RAN_TONES = {"yes": "ok", "no": "bad", "—": "muted", "yes, then torch raised": "bad", "torch raised at run time": "bad"}
 TONES = {KEPT: "ok", REMOVED: "bad", RAISED: "bad", NOT_REACHED: "muted", NOT_USED: "muted", NO_GRAPH: "muted",
          OUTSIDE: "warn"}
 ORDINALS = ("first", "second", "third", "fourth", "fifth")
@@ -79,9 +82,17 @@ def stage_marks(report: StageReport, op_name: str) -> dict[str, str]:
     return marks
 
 
+RAN_THEN_RAISED, RAISED_AT_RUN_TIME = "yes, then torch raised", "torch raised at run time"
+
+
 def ran_mark(report: StageReport, op_name: str) -> str:
-    """Whether the op's kernel ran compiled: yes, no, or "—" when torch raised before it could have."""
-    return {True: "yes", False: "no", None: "—"}[report.fate(op_name)["ran"]]
+    """Whether the op's kernel ran compiled: yes, no, or "—" when torch raised before it could have; where torch
+    raised while the compiled code ran (a stage's check of the op's outputs), that too: every stage traced it, yet
+    the compiled call did not finish."""
+    ran = report.fate(op_name)["ran"]
+    if report.error is not None and report.error.raised_in == "run time":
+        return RAN_THEN_RAISED if ran else RAISED_AT_RUN_TIME
+    return {True: "yes", False: "no", None: "—"}[ran]
 
 
 def call_name(report: StageReport, index: int) -> str:
@@ -302,15 +313,21 @@ def _error_html(sentence: str, error, same: bool = False) -> str:
             "</details>")
 
 
-def to_html(report: StageReport, ops: list[str] | None = None) -> str:
+def _headline_html(tone: str, sentence: str) -> str:
+    return f'<p style="color:{COLOURS[tone]};font-weight:bold;margin:4px 0">{html.escape(sentence)}</p>'
+
+
+def to_html(report: StageReport, ops: list[str] | None = None, headline: tuple[str, str] | None = None) -> str:
     """The report as HTML: the experiment, what happened, the table, and the code of every stage that made some.
-    Wraps long lines itself (a widget's HTML does not wrap by default)."""
+    Wraps long lines itself (a widget's HTML does not wrap by default). ``headline`` (a tone and a sentence, as
+    :func:`lab_headline` gives) replaces the verdict's line: a lab speaks to what its op does."""
     _require_report(report, "render.to_html")
     ops = _ops_to_show(report, ops)
     verdict = ""
-    if report.verdict is not None:
-        colour = COLOURS["ok"] if report.verdict.agree else COLOURS["bad"]
-        verdict = f'<p style="color:{colour};font-weight:bold;margin:4px 0">{html.escape(str(report.verdict))}</p>'
+    if headline is not None:
+        verdict = _headline_html(*headline)
+    elif report.verdict is not None:
+        verdict = _headline_html("ok" if report.verdict.agree else "bad", str(report.verdict))
     raised = [e for e in (report.eager_error, report.error) if e]
     errors = "".join(_error_html(sentence, error, same=i == 1 and error.message == raised[0].message)
                      for i, (sentence, error) in enumerate(zip(what_happened(report), raised)))
@@ -344,16 +361,54 @@ def show(report: StageReport, ops: list[str] | None = None) -> Shown:
     return Shown(report, ops)
 
 
-def verdict_word(report: StageReport) -> str:
+def _times(n: int) -> str:
+    return "once" if n == 1 else "twice" if n == 2 else f"{n} times"
+
+
+def lab_headline(report: StageReport, op_name: str, side_effect: bool = False) -> tuple[str, str]:
+    """A lab's headline for one state, as (tone, sentence): what a user of the compiled function could observe.
+
+    Outputs and inputs (the verdict), a stage that raised, and, for an op whose kernel has a Python side effect
+    (``side_effect``: the lab's catalogue says which), how many times it ran: a side effect that ran a different
+    number of times compiled is a difference even where outputs and inputs agree, so it is never green. A pure op
+    whose unused result is removed as dead code is no difference a caller can observe: green, and said.
+    """
+    _require_report(report, "render.lab_headline")
     if report.verdict is None:
+        runs = [run for run, error in (("eagerly", report.eager_error), ("compiled", report.error)) if error]
+        return "bad", f"torch raised ({_and(runs or ['no run'])}), so there are no results to compare: where and why " \
+                      "below"
+    if not report.verdict.agree:
+        return "bad", str(report.verdict)
+    eager, compiled = report.eager_calls.get(op_name, 0), report.compiled_calls.get(op_name, 0)
+    if side_effect and eager != compiled:
+        return "bad", (f"outputs and inputs agree, but the op's Python side effect is lost: its kernel ran "
+                       f"{_times(eager)} eagerly and {_times(compiled)} compiled")
+    said = str(report.verdict)
+    if side_effect:
+        return "ok", f"{said}; the op's Python side effect ran {_times(eager)}, as in eager"
+    if compiled == 0 < eager and REMOVED in stage_marks(report, op_name).values():
+        return "ok", (f"{said}; the op's kernel was removed as dead code (its result is unused): nothing a caller "
+                      "can observe")
+    return "ok", said
+
+
+def headline_word(tone_and_sentence: tuple[str, str]) -> str:
+    """The headline in a word or two, for "since the previous state"."""
+    tone, sentence = tone_and_sentence
+    if sentence.startswith("torch raised"):
         return "torch raised"
-    return "agree" if report.verdict.agree else "DIFFER" if report.verdict.problems else "cannot say"
+    if "side effect is lost" in sentence:
+        return "side effect lost"
+    if tone == "ok":
+        return "agree"
+    return "DIFFER" if "DIFFER" in sentence else "cannot say"
 
 
-def report_facts(report: StageReport, op_name: str) -> dict[str, str]:
+def report_facts(report: StageReport, op_name: str, side_effect: bool = False) -> dict[str, str]:
     """What a panel says of one op in one state, as short facts: what "changed since the last state" compares."""
     marks = stage_marks(report, op_name)
-    return {"eager vs compiled": verdict_word(report),
+    return {"eager vs compiled": headline_word(lab_headline(report, op_name, side_effect)),
             "kernel runs, eager": str(report.eager_calls.get(op_name, 0)),
             "kernel runs, compiled": str(report.compiled_calls.get(op_name, 0)),
             **{f"{STAGE_NAMES[s]} {'code' if s == 'inductor' else 'graph'}": m for s, m in marks.items()},
@@ -404,7 +459,7 @@ def draw_fate(report: StageReport, op_name: str, ax=None, title: bool = True):
     marks = stage_marks(report, op_name)
     ran = ran_mark(report, op_name)
     boxes = [(_PICTURE_TITLES[s], marks[s], TONES[marks[s]]) for s in marks]
-    boxes.append((_PICTURE_TITLES["ran"], ran, {"yes": "ok", "no": "bad", "—": "muted"}[ran]))
+    boxes.append((_PICTURE_TITLES["ran"], ran, RAN_TONES[ran]))
     for i, (label, word, tone) in enumerate(boxes):
         ax.add_patch(plt.Rectangle((i * 2.5, 0), 2.1, 1, facecolor=_FILL[tone], edgecolor="#555"))
         ax.text(i * 2.5 + 1.05, 0.68, label, ha="center", va="center", fontsize=9)
@@ -485,11 +540,13 @@ def static_view_html(title: str, described: str, view_html: str) -> str:
 
 
 def declaration_view_html(declaration: str, meaning: str, schema: str, report: StageReport, op_name: str) -> str:
-    """The declaration lab's view: the declaration and its schema, the program, the op's fate and the report."""
+    """The declaration lab's view: the declaration and its schema, the program, the op's fate and the report (its
+    headline :func:`lab_headline`'s: the kernels write ``x``, which the verdict compares; no other side effect)."""
     return (f"<div style='white-space:normal'><p style='margin:4px 0'><b>{html.escape(declaration)}</b>: the "
             f"kernel {html.escape(meaning)}.<br>schema: <code>{html.escape(schema)}</code><br>"
             f"<code>def step(x): out = op(x); return x * 2 if out is None else x + out</code></p>"
-            + fate_picture_html(report, op_name) + to_html(report, [op_name]) + "</div>")
+            + fate_picture_html(report, op_name) + to_html(report, [op_name], lab_headline(report, op_name))
+            + "</div>")
 
 
 def name_refused_html(problem: str) -> str:
@@ -497,14 +554,16 @@ def name_refused_html(problem: str) -> str:
     return f"<p style='color:#b00020'><b>That name cannot be used:</b> {html.escape(problem)}</p>"
 
 
-def dce_view_html(schema: str, op_name: str, report: StageReport) -> str:
-    """The dynamic-shapes and DCE lab's view: the program, the graphs per call and their shapes, the op's fate."""
+def dce_view_html(schema: str, op_name: str, report: StageReport, side_effect: bool = False) -> str:
+    """The dynamic-shapes and DCE lab's view: the program, the graphs per call and their shapes, the op's fate;
+    ``side_effect``: the op's kernel has a Python side effect (see :func:`lab_headline`)."""
     sizes = " | ".join(", ".join(g.input_shapes) for g in report.dynamo_graphs)
     return (f"<div style='white-space:normal'><p style='margin:4px 0'><code>def unused_result(x): op(x); "
             f"return x + 1</code>: the op's result is never used.<br>schema <code>{html.escape(schema)}</code>"
             f"<br>graphs compiled per call: <b>{report.graphs_per_call}</b> (recompiles: {report.recompiles}); "
             f"input shapes each graph was built for: <code>{html.escape(sizes or 'none')}</code></p>"
-            + fate_picture_html(report, op_name) + to_html(report, [op_name]) + "</div>")
+            + fate_picture_html(report, op_name)
+            + to_html(report, [op_name], lab_headline(report, op_name, side_effect)) + "</div>")
 
 
 def _and(items) -> str:

@@ -20,7 +20,8 @@ import ipywidgets as widgets
 from . import cache, naming, render
 from .describe import brief
 from .experiments import (
-    DCE_DECLARATIONS, DECLARATIONS, DYNAMIC_CHOICES, FULLGRAPH_CHOICES, OP_KINDS, SHAPE_SEQUENCES, dce_experiment,
+    DCE_DECLARATIONS, DECLARATIONS, DYNAMIC_CHOICES, FULLGRAPH_CHOICES, OP_KINDS, PYTHON_SIDE_EFFECT, SHAPE_SEQUENCES,
+    dce_experiment,
     declaration_experiment,
     declaration_spec, devices, naming_story,
 )
@@ -386,8 +387,8 @@ class DynamicLab(LabWidget):
 
     def render(self, result) -> str:
         op, report = result
-        return render.dce_view_html(op.schema, op.name, report)
+        return render.dce_view_html(op.schema, op.name, report, self.state[1] in PYTHON_SIDE_EFFECT)
 
     def facts(self, result) -> dict[str, str]:
         op, report = result
-        return render.report_facts(report, op.name)
+        return render.report_facts(report, op.name, self.state[1] in PYTHON_SIDE_EFFECT)

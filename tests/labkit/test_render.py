@@ -67,6 +67,33 @@ def test_an_op_run_eagerly_at_a_graph_break_is_not_called_removed():
     assert "REMOVED" in render.fate_line(pure_report, "t::pure__result_unused")
 
 
+def test_a_labs_headline_is_green_only_where_nothing_observable_differs():
+    """A side effect run fewer times compiled is a difference even where outputs and inputs agree; a pure op removed
+    as dead code is none, and the words say it was removed; a raise is never green, and the strip marks it."""
+    from labkit.experiments import dce_experiment, declaration_experiment
+
+    op, report = dce_experiment("-> None with a Python side effect", False, (4, 6), namespace="t")
+    assert report.verdict.agree and (report.eager_calls[op.name], report.compiled_calls[op.name]) == (2, 0)
+    tone, words = render.lab_headline(report, op.name, side_effect=True)
+    assert tone == "bad" and "side effect is lost: its kernel ran twice eagerly and 0 times compiled" in words
+    op, report = dce_experiment("has_side_effect", False, (4,), namespace="t")
+    assert render.lab_headline(report, op.name, side_effect=True) == \
+        ("ok", "eager and compiled agree (outputs and inputs); the op's Python side effect ran once, as in eager")
+    op, report = dce_experiment("pure, result unused", False, (4,), namespace="t")
+    tone, words = render.lab_headline(report, op.name)
+    assert tone == "ok" and "removed as dead code" in words
+    assert render.headline_word((tone, words)) == "agree"
+    op, report = declaration_experiment("returns its input", "inductor", False, namespace="t", sizes=(3,))
+    assert report.error.raised_in == "run time" and report.compiled_calls[op.name] == 1
+    assert render.lab_headline(report, op.name) == \
+        ("bad", "torch raised (eagerly and compiled), so there are no results to compare: where and why below")
+    assert render.ran_mark(report, op.name) == "yes, then torch raised"
+    assert "ran yes, then torch raised" in render.fate_picture_html(report, op.name)
+    assert "kernel ran: yes, then torch raised" in render.fate_line(report, op.name)
+    assert render.report_facts(report, op.name)["eager vs compiled"] == "torch raised"
+    labkit.drop_namespace("t")
+
+
 def test_an_unreadable_recording_is_named_not_taken_for_no_recording(tmp_path, monkeypatch):
     """A GPU cell whose recording file is broken says so, in the sentence that says no recording was found."""
     from labkit import recordings
@@ -154,10 +181,10 @@ NOT_REPORTS = [None, 5, "report", [1], torch.ones(2), _nested(),
 
 
 @pytest.mark.parametrize("present", [labkit.show, labkit.summary, labkit.text, render.to_html, labkit.draw_fate,
-                                     render.draw_stages])
+                                     render.draw_stages, render.lab_headline])
 @pytest.mark.parametrize("bad", NOT_REPORTS, ids=lambda b: type(b).__name__)
 def test_what_is_not_a_report_gets_one_sentence(present, bad):
-    args = (bad, "t::op") if present is labkit.draw_fate else (bad,)
+    args = (bad, "t::op") if present in (labkit.draw_fate, render.lab_headline) else (bad,)
     with pytest.raises(TypeError, match=r"takes the report that labkit\.compile_and_compare") as caught:
         present(*args)
     message = str(caught.value)

@@ -99,9 +99,47 @@ def replica_run(program, make_inputs, backend, dynamic, fullgraph=False):
     return eager_runs, len(runs), eager_raised, compiled_raised, agree, per_call
 
 
-def check_panel(page: str, op_name: str, truth, state) -> list[str]:
+GREEN = "#1b7f3b"
+_TIMES = {"once": 1, "twice": 2}
+
+
+def headline(page: str) -> tuple[str | None, str]:
+    """The panel's headline as a learner reads it: its first bold coloured line (colour, words)."""
+    found = re.search(r'<p style="color:(#[0-9a-f]{6});font-weight:bold[^"]*">(.*?)</p>', page, re.S)
+    return (found.group(1), html.unescape(found.group(2))) if found else (None, "")
+
+
+def check_headline(page: str, truth, side_effect: bool, state) -> list[str]:
+    """The headline is green only where nothing a user can observe differs: outputs, inputs, a stage that raised,
+    and (for an op with a Python side effect) how many times its kernel ran; its words name what differs."""
+    eager_runs, compiled_runs, eager_raised, compiled_raised, agree, _ = truth
+    colour, words = headline(page)
+    raised = eager_raised or compiled_raised
+    lost = side_effect and eager_runs != compiled_runs
+    found = [f"{state}: the panel has no headline"] if colour is None else []
+    if colour is not None and (colour == GREEN) != (not raised and bool(agree) and not lost):
+        found.append(f"{state}: the headline is {'green' if colour == GREEN else 'not green'} ({words!r}), but "
+                     f"raised={raised}, agree={agree}, side effect ran eager {eager_runs} / compiled {compiled_runs}")
+    if raised and "raised" not in words:
+        found.append(f"{state}: torch raised, and the headline does not say so: {words!r}")
+    if lost:
+        counts = re.search(r"ran (\w+) (?:times )?eagerly and (\w+)", words)
+        said = [_TIMES.get(c, int(c) if c.isdigit() else c) for c in counts.groups()] if counts else None
+        if "side effect" not in words or said != [eager_runs, compiled_runs]:
+            found.append(f"{state}: the side effect ran {eager_runs} / {compiled_runs} times; the headline: {words!r}")
+    if colour == GREEN and not side_effect and compiled_runs == 0 < eager_runs and "removed as dead code" not in words:
+        found.append(f"{state}: green over a removed kernel without saying 'removed as dead code': {words!r}")
+    if compiled_raised:
+        picture = re.search(r"<img alt='([^']*)'", page)
+        if picture is None or "raised" not in picture.group(1):
+            found.append(f"{state}: torch raised compiled, and the fate strip marks no stage that raised "
+                         f"({picture.group(1) if picture else 'no picture'})")
+    return found
+
+
+def check_panel(page: str, op_name: str, truth, state, side_effect: bool = False) -> list[str]:
     """The contradictions between a panel and the truth (a plain-torch replica), and within the panel."""
-    panel, found = Panel(page), contradictions(page, op_name, state)
+    panel, found = Panel(page), contradictions(page, op_name, state) + check_headline(page, truth, side_effect, state)
     said = " ".join("".join(panel.text).split())
     eager_runs, compiled_runs, eager_raised, compiled_raised, agree, per_call = truth
     row = panel.row(op_name)
@@ -113,7 +151,8 @@ def check_panel(page: str, op_name: str, truth, state) -> list[str]:
         found.append(f"{state}: the panel {'does not say' if eager_raised else 'says'} eager raised")
     if ("torch.compile: " in said) != compiled_raised:
         found.append(f"{state}: the panel {'does not say' if compiled_raised else 'says'} torch.compile raised")
-    if agree is not None and (("eager and compiled agree" in said) != agree):
+    if agree is not None and (any(words in said for words in ("eager and compiled agree", "outputs and inputs agree"))
+                              != agree):
         found.append(f"{state}: the panel's verdict disagrees with the replica (agree={agree})")
     return found
 
@@ -152,6 +191,16 @@ DYNAMIC_STATES = [s for s in (dict(zip(("dynamic", "declaration", "op_kind", "fu
                   if s["op_kind"] == "shape-following" or s["declaration"] == "pure, result unused"]
 
 
+def has_python_side_effect(fields: dict) -> bool:
+    """An op of the dynamic lab's catalogue that returns nothing and writes nothing runs for its side effect alone."""
+    return fields.get("returns") == "none" and not fields.get("writes")
+
+
+def test_the_ops_with_a_python_side_effect_are_those_that_return_and_write_nothing():
+    assert {label for label, fields in e.DCE_DECLARATIONS.items() if has_python_side_effect(fields)} == \
+        set(e.PYTHON_SIDE_EFFECT)
+
+
 def test_every_dynamic_lab_state_is_true_and_consistent():
     lab = w.DynamicLab(namespace="t_ws_n")
     assert len(DYNAMIC_STATES) == 108
@@ -167,7 +216,7 @@ def test_every_dynamic_lab_state_is_true_and_consistent():
             truth = replica_run((e.discards_result, fields), lambda sizes=sizes: [torch.ones(n) for n in sizes],
                                 "inductor", e.DYNAMIC_CHOICES[state["dynamic"]],
                                 e.FULLGRAPH_CHOICES[state["fullgraph"]])
-            found += check_panel(lab.view.value, op.name, truth, state)
+            found += check_panel(lab.view.value, op.name, truth, state, side_effect=has_python_side_effect(fields))
             if report.graphs_per_call != truth[5]:
                 found.append(f"{state}: graphs per call {report.graphs_per_call} (a counting backend: {truth[5]})")
             if f"graphs compiled per call: {report.graphs_per_call}" not in html.unescape(re.sub("<[^>]+>", "",
