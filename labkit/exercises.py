@@ -161,6 +161,29 @@ def whole_number(answer: Any) -> int | None:
     return None
 
 
+def number_list(answer: Any) -> list[float] | None:
+    """``answer`` as a list of floats when it is a list of numbers: a list or tuple of ints and floats, or a
+    one-dimensional tensor or array (read with ``.tolist()``); else None. Silent."""
+    if getattr(answer, "ndim", None) == 1 and hasattr(answer, "tolist"):
+        answer = answer.tolist()
+    if not isinstance(answer, (list, tuple)):
+        return None
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in answer):
+        return None
+    return [float(v) for v in answer]
+
+
+def check_list(answer: Any, truth: list, success: str, hint: str, name: str = "the answer") -> bool:
+    """Check a list-of-numbers answer (a list, a tuple, or a one-dimensional tensor: :func:`number_list`): one
+    sentence saying what shape of answer is wanted when ``answer`` is none of these or has the wrong length, else
+    ✔ or ✘ with ``hint``."""
+    numbers = number_list(answer)
+    if numbers is None or len(numbers) != len(truth):
+        print(f"✘ {name} is {brief(answer)}: answer a list of {len(truth)} numbers, such as {[0] * len(truth)}.")
+        return False
+    return check(numbers == [float(v) for v in truth], success, hint)
+
+
 def wrong_keys(predictions: dict, truth: dict, allowed) -> list[str] | None:
     """The keys whose prediction differs from ``truth``, sorted; None when an answer is not one of the allowed
     words (``allowed`` as for :func:`choice`) or a key is missing. Silent: a solution cell can assert on it."""

@@ -14,6 +14,7 @@ import torch
 from . import naming, ops
 from .ops import OpSpec
 from .describe import brief
+from .lessons import notebook_about
 from .stages import compile_and_compare
 
 # What the kernel really does is the same in every case but "over-declared" and "no fake":
@@ -147,18 +148,44 @@ def dce_experiment(declaration: str, dynamic: bool | None, shapes=(4, 6, 8), dev
 # --- the naming experiment ----------------------------------------------------
 
 
+# The section of the mutates_args notebook that runs an op declared pure whose kernel writes its input: where a row of
+# the naming lab that is wrong for its declaration, not its name, is explained (a test checks the heading is there).
+DECLARATION_SECTION = "6. Four ways to get it wrong, each one run"
+
+
+def declaration_lesson() -> tuple[str, str]:
+    """(words, link): the lesson that explains a pure declaration over a kernel that writes ``x``, as the naming
+    lab's sentence names it and the link JupyterLab (and a static page) opens: the notebook, at that section."""
+    lesson = notebook_about("mutates_args")
+    number = DECLARATION_SECTION.split(".")[0]
+    return (f"notebook {lesson.number}, section {number}",
+            f"{lesson.stem}.ipynb#{DECLARATION_SECTION.replace(' ', '-')}")
+
+
+def _wrong_for_its_declaration(steps) -> str:
+    """One sentence on the steps whose compiled x differs from eager's without a cache hit: not the name's doing."""
+    which = " and ".join(f"step {steps.index(s) + 1}" for s in steps if not s.correct and not s.stale)
+    return (f"{which[0].upper()}{which[1:]} differs from eager for a reason no name or cache can fix: declared pure "
+            f"(mutates_args=()), the kernel writes x, so torch.compile removed the call ({declaration_lesson()[0]}).")
+
+
 def naming_story(result: naming.NamingResult) -> str:
-    """One sentence that says what a :func:`labkit.naming.run` table shows."""
+    """What a :func:`labkit.naming.run` table shows, in a sentence or two: first any step that is wrong for its
+    declaration (not its name), then what the cache did. :func:`declaration_lesson`'s words name the lesson."""
     if result.problem:
         return result.problem
     first, second = result.steps
+    wrong = [s for s in result.steps if not s.correct and not s.stale]
+    before = _wrong_for_its_declaration(list(result.steps)) + " As for the cache: " if wrong else ""
     if second.stale:
         luck = ("the answer still looks right only because the old artifact happens to call the op."
                 if second.correct else "so the second compile is silently wrong.")
-        return (f"The second compile got the first one's artifact from the cache (#187319): it was built "
-                f"for '{first.declared}', {luck}")
-    if first.name == second.name:
-        return ("Same name, but the cache could not confuse them: "
-                + ("the fingerprint of the declarations is part of the key." if result.policy == "fingerprinted"
-                   else "the caches are off."))
-    return "Different names give different graphs, so different cache keys: no confusion."
+        cache = (f"The second compile got the first one's artifact from the cache (#187319): it was built "
+                 f"for '{first.declared}', {luck}")
+    elif first.name == second.name:
+        cache = ("Same name, but the cache could not confuse them: "
+                 + ("the fingerprint of the declarations is part of the key." if result.policy == "fingerprinted"
+                    else "the caches are off."))
+    else:
+        cache = "Different names give different graphs, so different cache keys: no confusion."
+    return before + (cache[0].lower() + cache[1:] if before else cache)

@@ -428,8 +428,9 @@ def changes_html(controls: list[tuple[str, object, object]], before: dict[str, s
             f"margin:4px 0'><b>Since the previous state</b> ({html.escape(flipped)}): {said}.</div>")
 
 
-def naming_html(result, story: str) -> str:
-    """The naming experiment's table: each step's declaration, what its handle reports, kernel runs, x, the cache."""
+def naming_html(result, story: str, link: tuple[str, str] | None = None) -> str:
+    """The naming experiment's table: each step's declaration, what its handle reports, kernel runs, x, the cache;
+    then the story. ``link`` (words, href): where the story names a lesson in those words, they link to it."""
     hit = f"<b style='color:{COLOURS['bad']}'>hit: reused</b>"
     rows = "".join(
         f"<tr><td style='{_CELL}'>{i + 1}. declare <code>{html.escape(s.name)}</code> as <b>{s.declared}</b>, "
@@ -443,7 +444,17 @@ def naming_html(result, story: str) -> str:
     return (f"<div style='white-space:normal'><p style='margin:4px 0'>The kernel always adds 1 to <code>x</code> "
             f"(zeros); only the declaration changes. Cache policy <code>{html.escape(result.policy)}</code>, in a "
             f"fresh cache directory.</p><table style='border-collapse:collapse;margin:4px 0'><tr>{head}</tr>{rows}"
-            f"</table><p style='margin:4px 0'>{html.escape(story)}</p></div>")
+            f"</table><p style='margin:4px 0'>{_linked(story, link)}</p></div>")
+
+
+def _linked(text: str, link: tuple[str, str] | None) -> str:
+    """``text`` as HTML, its first mention of ``link``'s words a link to its href."""
+    said = html.escape(text)
+    if link is None:
+        return said
+    words, href = (html.escape(part) for part in link)
+    return said.replace(words, f"<a href='{href}' target='_blank' style='color:#0645ad;text-decoration:underline'>"
+                               f"{words}</a>", 1)
 
 
 _FILL = {"ok": "#c8ecd2", "bad": "#f8c9cf", "warn": "#fde9c4", "muted": "#e6e6e6"}

@@ -23,7 +23,7 @@ from .experiments import (
     DCE_DECLARATIONS, DECLARATIONS, DYNAMIC_CHOICES, FULLGRAPH_CHOICES, OP_KINDS, PYTHON_SIDE_EFFECT, SHAPE_SEQUENCES,
     dce_experiment,
     declaration_experiment,
-    declaration_spec, devices, naming_story,
+    declaration_lesson, declaration_spec, devices, naming_story,
 )
 
 TEXT_SAMPLES = ("", "mylab::my_op", "not a name")  # what every_state() types into a free-text field
@@ -333,7 +333,7 @@ class NamingLab(LabWidget):
     def render(self, result) -> str:
         if result.problem:
             return render.name_refused_html(result.problem)
-        return render.naming_html(result, naming_story(result))
+        return render.naming_html(result, naming_story(result), declaration_lesson())
 
     def facts(self, result) -> dict[str, str]:
         if result.problem:

@@ -14,6 +14,7 @@ Words that cannot be misread: no bare call index ("calls 0, 1") next to kernel-r
 import html
 import inspect
 import itertools
+import json
 import re
 
 import pytest
@@ -24,6 +25,7 @@ import labkit
 from panel_check import Panel, contradictions
 from labkit import experiments as e
 from labkit import widgets as w
+from repo import ROOT
 from showings import widget_classes
 
 pytestmark = pytest.mark.slow
@@ -252,6 +254,7 @@ def test_every_naming_lab_setting_is_true_and_consistent():
                     found.append(f"{values}: the panel's x after {x_after} vs {step.x_after}")
                 if ("hit" in cells[4]) != (step.cache_hits > 0):
                     found.append(f"{values}: the cache column says {cells[4]!r}, hits {step.cache_hits}")
+            found += check_other_reason(lab.view.value, result.steps, values)
             second = result.steps[1]
             if ("silently wrong" in said) != (second.stale and not second.correct):
                 found.append(f"{values}: the story's 'silently wrong' disagrees with x ({second.x_after} vs eager "
@@ -259,6 +262,35 @@ def test_every_naming_lab_setting_is_true_and_consistent():
     finally:
         lab.close()
     assert not found, f"{len(found)} contradictions:\n" + "\n".join(found)
+
+
+NOTEBOOK_02 = json.loads((ROOT / "notebooks" / "02_mutates_args.ipynb").read_text())
+HEADINGS_02 = {line.lstrip("#").strip().replace("`", "").replace(" ", "-")
+               for cell in NOTEBOOK_02["cells"] if cell["cell_type"] == "markdown"
+               for line in "".join(cell["source"]).splitlines() if line.startswith("## ")}
+
+
+def check_other_reason(page: str, steps, values) -> list[str]:
+    """A row whose compiled x differs from eager's with no cache hit is wrong for its declaration, not its name: the
+    story says so first (naming the step), with a link to the section of notebook 02 that runs that mistake, before
+    anything about the cache; where every row is right or wrong through the cache, it says nothing of the kind."""
+    other = [i + 1 for i, step in enumerate(steps) if step.x_after != step.x_after_eager and not step.cache_hits]
+    story_html = page.rsplit("<p", 1)[-1]
+    story = html.unescape(re.sub("<[^>]+>", "", story_html.split(">", 1)[1]))
+    links = re.findall(r"href='([^']*)'", story_html)
+    found = []
+    if other:
+        first_sentence = story.split(". ")[0].lower()
+        if not all(f"step {n}" in first_sentence for n in other) or "differs from eager" not in first_sentence:
+            found.append(f"{values}: step(s) {other} are wrong, not through the cache, and the story does not say so "
+                         f"first: {story!r}")
+        targets = [link.split("#") for link in links]
+        if not any(path == "02_mutates_args.ipynb" and anchor in HEADINGS_02 for path, *rest in targets
+                   for anchor in rest):
+            found.append(f"{values}: no link to a section of notebook 02 (links: {links})")
+    elif "differs from eager" in story or links:
+        found.append(f"{values}: every row is right or wrong through the cache, yet the story blames a declaration")
+    return found
 
 
 STATE_TESTS = {w.DeclarationLab: test_every_declaration_lab_state_is_true_and_consistent,

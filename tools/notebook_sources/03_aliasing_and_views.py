@@ -351,10 +351,9 @@ x_eager, x_compiled = torch.zeros(5), torch.zeros(5)
 two_bumps(x_eager)
 torch.compile(two_bumps)(x_compiled)
 if labkit.exercises.answered(my_x_after, "edit my_x_after in the cell above, run it, then this cell"):
-    labkit.exercises.check(isinstance(my_x_after, (list, tuple)) and [float(v) for v in my_x_after] ==
-                           x_compiled.tolist() == x_eager.tolist(),
-                           "right: both writes land in x, the shared element twice, as in eager.",
-                           "each view shares storage with x: which elements does each bump touch?")
+    labkit.exercises.check_list(my_x_after, x_compiled.tolist(),
+                                "right: both writes land in x, the shared element twice, as in eager.",
+                                "each view shares storage with x: which elements does each bump touch?")
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
 #@title Solution (open it once you have tried)
@@ -362,6 +361,7 @@ if labkit.exercises.answered(my_x_after, "edit my_x_after in the cell above, run
 # views through the same base, so compiled equals eager.
 assert x_eager.tolist() == [0.0, 1.0, 2.0, 1.0, 0.0], "eager: both writes land in x, x[2] twice"
 assert x_compiled.tolist() == x_eager.tolist(), "compiled equals eager"
+assert labkit.exercises.number_list(torch.tensor([0, 1, 2, 1, 0])) == x_eager.tolist(), "a tensor answer is read too"
 
 # %% [markdown]
 # ## In your own project

@@ -421,11 +421,21 @@ def my_cache_tag(op, fake):
 
 # %% tags=["check"]
 #@title The exercise's check (it replays section 4: each fake kernel in turn, tagged by your function, compiled)
-def twice_fake_buggy(x):
+import types
+
+# Three fakes with one name: buggy, fixed, and the fixed one again as a new object with the same code (as after
+# re-running its cell). A tag must follow the code: not the name (all three share it), not the object (two differ).
+def twice_fake(x):
     return x.new_empty(x.shape[0])
 
-def twice_fake_fixed(x):
+twice_fake_buggy = twice_fake
+
+def twice_fake(x):
     return x.new_empty(2 * x.shape[0])
+
+twice_fake_fixed = twice_fake
+twice_fake_unchanged = types.FunctionType(twice_fake_fixed.__code__, twice_fake_fixed.__globals__, "twice_fake")
+twice_fake_unchanged.__qualname__ = twice_fake_fixed.__qualname__
 
 def compile_with_tag(tag_fn, fakes):
     """Section 4 replayed: register each fake kernel in turn, set the tag tag_fn gives, compile and run."""
@@ -441,7 +451,7 @@ def compile_with_tag(tag_fn, fakes):
 # %% tags=["check"]
 #@title The exercise's check, continued (your tags, then the three compiles)
 def check_tag(tag_fn):
-    fakes = (twice_fake_buggy, twice_fake_fixed, twice_fake_fixed)
+    fakes = (twice_fake_buggy, twice_fake_fixed, twice_fake_unchanged)
     error = labkit.stages.raised(lambda: [tag_fn(twice, fake) for fake in fakes])
     if error:
         return labkit.exercises.check(False, "", f"my_cache_tag raised {error.type_name}: {error.message}")
@@ -450,7 +460,8 @@ def check_tag(tag_fn):
                                      "(replace its ...), run its cell, then run this one"):
         return False
     if not all(isinstance(t, str) for t in tags) or tags[0] == tags[1] or tags[1] != tags[2]:
-        return labkit.exercises.check(False, "", f"your tags: {tags}. The first two must differ, the last two match.")
+        return labkit.exercises.check(False, "", f"your tags: {tags}. The first two must differ (the code changed), "
+                                      "the last two match (the same code in a new function object of the same name).")
     outcomes = compile_with_tag(tag_fn, fakes)
     return labkit.exercises.check(outcomes[1] == ("output of shape [6]", 0) and outcomes[2][1] == 1,
                                   "the fixed fake kernel compiles afresh, and an unchanged one still hits.",
@@ -474,6 +485,9 @@ with contextlib.redirect_stdout(io.StringIO()):
     assert check_tag(solution_cache_tag), "a tag of the schema and the fake kernel's source passes the check"
     assert not check_tag(lambda op, fake: "my-ops-" + str(op._opoverload._schema)), "a schema-only tag is rejected"
     assert not check_tag(lambda op, fake: inspect.getsource(fake).encode()), "a tag that is not a string is rejected"
+    assert not check_tag(lambda op, fake: f"my-ops-{fake.__name__}"), "a tag of the name is rejected (one name)"
+    assert not check_tag(lambda op, fake: f"my-ops-{fake.__qualname__}"), "so is one of the qualified name"
+    assert not check_tag(lambda op, fake: f"my-ops-{id(fake)}"), "and one of the object (a new one, same code)"
 
 # %% [markdown]
 # ## In your own project

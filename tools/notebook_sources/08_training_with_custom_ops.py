@@ -672,11 +672,17 @@ def softclip_problem(setup_context, backward, name="softclip"):
 
     op.register_fake(lambda x, limit: torch.empty_like(x))
     refused = labkit.stages.raised(lambda: op.register_autograd(backward, setup_context=setup_context))
-    x = torch.randn(5, dtype=torch.float64, requires_grad=True)
-    failed = [f"opcheck's {test}: {why[6:]}" for test, why in labkit.checks.opcheck(op, (x, 2.0)).items() if why != "ok"]
-    verdict = "ok" if refused or failed else labkit.checks.gradcheck(lambda x: op(x, 2.0), x)
-    return (f"torch refuses it: {refused.message}" if refused else failed[0] if failed
-            else None if verdict == "ok" else f"gradcheck: {verdict[6:]}")
+    if refused:
+        return f"torch refuses it: {refused.message}"
+    for shape, limit in (((5,), 2.0), ((3, 4), 0.5), ((2,), 3.0)):   # a formula must hold for every limit and shape
+        x = torch.randn(shape, dtype=torch.float64, requires_grad=True)
+        where = f"(x of shape {list(shape)}, limit={limit})"
+        failed = [f"opcheck's {test} {where}: {why[6:]}"
+                  for test, why in labkit.checks.opcheck(op, (x, limit)).items() if why != "ok"]
+        verdict = "ok" if failed else labkit.checks.gradcheck(lambda x, limit=limit: op(x, limit), x)
+        if failed or verdict != "ok":
+            return failed[0] if failed else f"gradcheck {where}: {verdict[6:]}"
+    return None
 
 def check_softclip(setup_context, backward):
     if labkit.exercises.answered(backward, "write both functions in the cell with my_softclip_backward = ..., run it, then run this one"):
@@ -706,6 +712,10 @@ assert softclip_problem(softclip_setup_context, lambda ctx, grad: grad * (1 - to
                         "softclip_one_gradient").startswith("opcheck"), "one gradient for two inputs is refused"
 assert softclip_problem(softclip_setup_context, lambda ctx, grad: (grad * torch.tanh(ctx.saved_tensors[0]), None),
                         "softclip_wrong_math").startswith("gradcheck"), "a formula with the wrong math is refused"
+hard_coded = softclip_problem(softclip_setup_context,
+                              lambda ctx, grad: (grad * (1 - torch.tanh(ctx.saved_tensors[0] / 2.0) ** 2), None),
+                              "softclip_hard_coded")
+assert hard_coded.startswith("gradcheck (x of shape [3, 4], limit=0.5)"), "a formula for limit 2.0 only is refused"
 
 # %% [markdown]
 # ## Exercise 2: predict, then run: how often does the kernel run?
