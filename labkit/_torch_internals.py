@@ -326,6 +326,14 @@ def written_args(overload) -> set[str]:
     return {a.name for a in overload._schema.arguments if a.alias_info is not None and a.alias_info.is_write}
 
 
+def declared_output_aliases(overload) -> dict[int, set[str]]:
+    """For each output of the schema, the arguments it is declared to alias: their alias sets meet
+    (``Tensor(a) x -> Tensor(a)``, a view; ``Tensor(a!) out -> Tensor(a!)``, an out= or in-place op)."""
+    arguments = [(a.name, set(a.alias_info.before_set)) for a in overload._schema.arguments if a.alias_info]
+    return {i: {name for name, sets in arguments if sets & set(r.alias_info.before_set)}
+            for i, r in enumerate(overload._schema.returns) if r.alias_info is not None}
+
+
 def is_mutable(overload) -> bool:
     return bool(overload._schema.is_mutable)
 

@@ -6,11 +6,13 @@ compiled runs got wrong because of it where they did):
 1. the kernel against its declaration: which tensor arguments (or ``Tensor[]`` lists, or keyword
    arguments such as ``out=``) a real call changes, versus the ones the schema marks as written
    (``Tensor(a!)``, ``Tensor(a!)[]``); NaN counts as equal to NaN;
-2. every ``torch.library.opcheck`` test;
-3. eager vs compiled, with ``aot_eager`` and ``inductor``, static and dynamic shapes, on a
+2. each output's memory against each input's (bytes reached, not storages), where the schema declares no
+   alias between them: an output made from an input's memory in a new storage passes torch's own check;
+3. every ``torch.library.opcheck`` test;
+4. eager vs compiled, with ``aot_eager`` and ``inductor``, static and dynamic shapes, on a
    program that discards the op's result (the case where a wrong declaration bites), with the
    compile caches bypassed so no stale artifact can answer;
-4. a clone of a written argument passed in another argument's place, compiled with Inductor
+5. a clone of a written argument passed in another argument's place, compiled with Inductor
    (pytorch #198031).
 
 These are :data:`CHECKS`, in order: a new check is one entry there, and its findings' kind one of the
@@ -127,6 +129,7 @@ DECLARATION = "declaration"  # what the kernel writes against what its schema de
 OPCHECK = "opcheck"          # a torch.library.opcheck test failed: "opcheck:<the test>"
 COMPILE = "compile"          # a compiled run raised, or its result differs from eager's
 ALIASING = "aliasing"        # a clone of a written argument passed in another argument's place (pytorch #198031)
+MEMORY = "memory"            # an output shares memory with an input, and the schema does not declare it
 INPUT = "input"              # what was passed cannot be audited: nothing was checked
 NOTE = "note"                # a limit of this audit, not a defect: it goes to "not checkable here"
 
@@ -256,6 +259,56 @@ def _declaration_findings(overload, call: _Call) -> list[Finding]:
             "functionalization (auto_functionalized + copy_) for nothing",
             f"keep '{name}' declared if any input makes the kernel write it (a write of equal values is a write: "
             "dropping the declaration then gives silently wrong results); drop it only if it is never written"))
+    return findings
+
+
+def _byte_span(tensor: torch.Tensor) -> tuple[int, int] | None:
+    """The bytes a strided tensor can reach, ``[first, last + 1)``: from its data pointer, each dimension's reach
+    (``(size - 1) * stride`` elements); None for an empty, meta or non-strided tensor."""
+    if tensor.numel() == 0 or tensor.is_meta or tensor.layout != torch.strided:
+        return None
+    low = high = 0
+    for size, stride in zip(tensor.shape, tensor.stride()):
+        reach = (size - 1) * stride
+        low, high = (low + reach, high) if reach < 0 else (low, high + reach)
+    start, item = tensor.data_ptr(), tensor.element_size()
+    return start + low * item, start + (high + 1) * item
+
+
+def _overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether two tensors' reachable bytes meet, on one device: memory compared, not storages (a tensor made from
+    another's memory, by ``torch.from_numpy(x.numpy())`` or a DLPack round trip, has a storage of its own)."""
+    spans = _byte_span(a), _byte_span(b)
+    if a.device != b.device or None in spans:
+        return False
+    (a_start, a_end), (b_start, b_end) = spans
+    return a_start < b_end and b_start < a_end
+
+
+def _shared_memory_findings(overload, call: _Call) -> list[Finding]:
+    """Each output whose memory overlaps an input's when the schema declares no alias between them.
+
+    torch's own check (custom_op, eagerly) compares storages, so an output in a new storage over an input's memory
+    passes it; torch.compile then takes that output for new memory, and a write through one is lost to the other.
+    """
+    fresh = call.copy(overload)
+    outputs = _tensors_in(fresh.run(overload))
+    declared = internals.declared_output_aliases(overload)
+    findings = []
+    for index, output in enumerate(outputs):
+        which = "its output" if len(outputs) == 1 else f"output {index}"
+        for name, value in fresh.named(overload):
+            if name in declared.get(index, set()) or not any(_overlap(output, t) for t in _tensors_in(value)):
+                continue
+            findings.append(Finding(
+                MEMORY, f"{which} shares memory with '{name}', and the schema does not say so (a new "
+                f"storage over the same memory passes torch's own check, which compares storages)",
+                "torch.compile takes an output it is not told aliases an input for new memory: a write through "
+                f"one is not seen through the other, so compiled results can differ from eager (notebook "
+                f"{notebook_about('aliasing').number})",
+                "return a copy (e.g. result.clone()): torch.compile refuses a custom op whose output is declared a "
+                "view of an input ('(Tensor(a) x) -> Tensor(a)'); only an op that writes an input and returns it "
+                "may declare that (tags=torch.Tag.inplace, torch >= 2.13)"))
     return findings
 
 
@@ -636,6 +689,8 @@ class Check:
 
 CHECKS = (
     Check(DECLARATION, _declaration_findings, told_compiled=True),
+    # an op that fails eagerly returns nothing to compare
+    Check(MEMORY, _shared_memory_findings, stop_if=(EAGER,)),
     Check(OPCHECK, _opcheck_findings, told_compiled=True),
     # nothing compiled can run on an op that fails eagerly (opcheck has said what else is wrong)
     Check(COMPILE, _compile_findings, stop_if=(EAGER,)),

@@ -9,6 +9,7 @@ Not here: the answers (each notebook holds its own, in collapsed solutions), com
 
 from __future__ import annotations
 
+import numbers
 import re
 from typing import Any
 
@@ -162,15 +163,19 @@ def whole_number(answer: Any) -> int | None:
 
 
 def number_list(answer: Any) -> list[float] | None:
-    """``answer`` as a list of floats when it is a list of numbers: a list or tuple of ints and floats, or a
-    one-dimensional tensor or array (read with ``.tolist()``); else None. Silent."""
+    """``answer`` as a list of floats when it is a list of numbers: a list or tuple of real numbers (NumPy's and
+    one-element tensors too), or a one-dimensional tensor or array (read with ``.tolist()``); else None. Silent."""
     if getattr(answer, "ndim", None) == 1 and hasattr(answer, "tolist"):
         answer = answer.tolist()
     if not isinstance(answer, (list, tuple)):
         return None
-    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in answer):
+    values = [v.item() if getattr(v, "ndim", None) == 0 and hasattr(v, "item") else v for v in answer]
+    if not all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in values):
         return None
-    return [float(v) for v in answer]
+    try:
+        return [float(v) for v in values]
+    except OverflowError:   # an int too large for a float
+        return None
 
 
 def check_list(answer: Any, truth: list, success: str, hint: str, name: str = "the answer") -> bool:

@@ -163,10 +163,25 @@ def declaration_lesson() -> tuple[str, str]:
 
 
 def _wrong_for_its_declaration(steps) -> str:
-    """One sentence on the steps whose compiled x differs from eager's without a cache hit: not the name's doing."""
-    which = " and ".join(f"step {steps.index(s) + 1}" for s in steps if not s.correct and not s.stale)
-    return (f"{which[0].upper()}{which[1:]} differs from eager for a reason no name or cache can fix: declared pure "
-            f"(mutates_args=()), the kernel writes x, so torch.compile removed the call ({declaration_lesson()[0]}).")
+    """One sentence on the steps whose compiled x differs from eager's without a cache hit: not the name's doing.
+    Where such a step was declared pure and its kernel never ran compiled, it says why (the kernel, which writes x,
+    was removed); any other such step is named without a why."""
+    wrong = [(i + 1, s) for i, s in enumerate(steps) if not s.correct and not s.stale]
+    removed = [n for n, s in wrong if s.declared == "pure" and s.kernel_calls == 0]
+    said = []
+    if removed:
+        said.append(f"{_steps(removed)} {'differs' if len(removed) == 1 else 'differ'} from eager for a reason no "
+                    f"name or cache can fix: declared pure (mutates_args=()), the kernel writes x, so torch.compile "
+                    f"removed the call ({declaration_lesson()[0]}).")
+    others = [n for n, _ in wrong if n not in removed]
+    if others:
+        said.append(f"{_steps(others)} {'differs' if len(others) == 1 else 'differ'} from eager, with no cache hit.")
+    return " ".join(said)
+
+
+def _steps(numbers) -> str:
+    words = " and ".join(f"step {n}" for n in numbers)
+    return words[0].upper() + words[1:]
 
 
 def naming_story(result: naming.NamingResult) -> str:

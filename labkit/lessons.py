@@ -19,6 +19,7 @@ from typing import NamedTuple
 LESSONS = {
     "a silent wrong result": ("00_start_here", "Start here"),
     "mutates_args": ("02_mutates_args", "`mutates_args`"),
+    "aliasing": ("03_aliasing_and_views", "Aliasing and views"),
     "compile caches": ("04_names_and_caches", "Names and compile caches"),
     "effects": ("05_dce_and_dynamic_shapes", "Dead-code elimination and dynamic shapes"),
     "graph breaks": ("07_data_dependent_shapes", "Data-dependent shapes"),

@@ -123,7 +123,8 @@ def what_happened(report: StageReport) -> list[str]:
 def fate_line(report: StageReport, op_name: str) -> str:
     marks = stage_marks(report, op_name)
     if OUTSIDE in marks.values():
-        return f"{op_name}: in no graph (a graph break: Dynamo ran it eagerly) · kernel ran: yes"
+        return (f"{op_name}: in no graph (a graph break: Dynamo ran it eagerly) · "
+                f"kernel ran: {ran_mark(report, op_name)}")
     words = {stage: ("REMOVED" if mark == REMOVED else "—" if mark in (NOT_USED, NO_GRAPH) else mark)
              for stage, mark in marks.items()}
     ran = ran_mark(report, op_name)
@@ -374,15 +375,15 @@ def lab_headline(report: StageReport, op_name: str, side_effect: bool = False) -
     whose unused result is removed as dead code is no difference a caller can observe: green, and said.
     """
     _require_report(report, "render.lab_headline")
-    if report.verdict is None:
+    if report.verdict is None:   # only where torch raised: compile_and_compare compares every run that finished
         runs = [run for run, error in (("eagerly", report.eager_error), ("compiled", report.error)) if error]
-        return "bad", f"torch raised ({_and(runs or ['no run'])}), so there are no results to compare: where and why " \
-                      "below"
+        return "bad", f"torch raised ({_and(runs)}), so there are no results to compare: where and why below"
     if not report.verdict.agree:
         return "bad", str(report.verdict)
     eager, compiled = report.eager_calls.get(op_name, 0), report.compiled_calls.get(op_name, 0)
     if side_effect and eager != compiled:
-        return "bad", (f"outputs and inputs agree, but the op's Python side effect is lost: its kernel ran "
+        what = "is lost" if compiled < eager else "ran more often than in eager"
+        return "bad", (f"outputs and inputs agree, but the op's Python side effect {what}: its kernel ran "
                        f"{_times(eager)} eagerly and {_times(compiled)} compiled")
     said = str(report.verdict)
     if side_effect:
@@ -400,6 +401,8 @@ def headline_word(tone_and_sentence: tuple[str, str]) -> str:
         return "torch raised"
     if "side effect is lost" in sentence:
         return "side effect lost"
+    if "side effect ran more often" in sentence:
+        return "side effect ran more often"
     if tone == "ok":
         return "agree"
     return "DIFFER" if "DIFFER" in sentence else "cannot say"
@@ -448,13 +451,13 @@ def naming_html(result, story: str, link: tuple[str, str] | None = None) -> str:
 
 
 def _linked(text: str, link: tuple[str, str] | None) -> str:
-    """``text`` as HTML, its first mention of ``link``'s words a link to its href."""
-    said = html.escape(text)
-    if link is None:
-        return said
-    words, href = (html.escape(part) for part in link)
-    return said.replace(words, f"<a href='{href}' target='_blank' style='color:#0645ad;text-decoration:underline'>"
-                               f"{words}</a>", 1)
+    """``text`` as HTML, its first mention of ``link``'s words a link to its href (split before escaping, so the
+    words are never matched inside an escaped character)."""
+    if link is None or link[0] not in text:
+        return html.escape(text)
+    before, words, after = text.partition(link[0])
+    return (html.escape(before) + f"<a href='{html.escape(link[1])}' target='_blank' "
+            f"style='color:#0645ad;text-decoration:underline'>{html.escape(words)}</a>" + html.escape(after))
 
 
 _FILL = {"ok": "#c8ecd2", "bad": "#f8c9cf", "warn": "#fde9c4", "muted": "#e6e6e6"}

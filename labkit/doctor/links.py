@@ -21,6 +21,7 @@ DOCS = {
     auditing.OPCHECK: (f"{LIBRARY_DOCS}#torch.library.opcheck", "a silent wrong result"),
     auditing.COMPILE: (TUTORIAL, "a silent wrong result"),
     auditing.ALIASING: ("https://github.com/pytorch/pytorch/issues/198031", "mutates_args"),
+    auditing.MEMORY: (f"{LIBRARY_DOCS}#torch.library.custom_op", "aliasing"),
     auditing.INPUT: (f"{LIBRARY_DOCS}#torch.library.opcheck", None),
     "fullgraph": (TUTORIAL, "graph breaks"),
     "fake": (f"{LIBRARY_DOCS}#torch.library.register_fake", "fake kernels"),

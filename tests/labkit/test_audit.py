@@ -252,3 +252,55 @@ def test_a_write_of_equal_values_is_not_called_undeclared_advice(case):
     report = labkit.audit(op, *args, **kwargs)
     assert "drop" not in str(report) and "remove" not in str(report), str(report)
     assert not [f for f in report.findings if f.check == "declaration"], str(report)
+
+
+# --- an output that shares an input's memory (issue 61): torch's eager check compares storages -----------------
+
+def _returns_shared_memory(name, make):
+    """A custom_op whose kernel returns its input's memory in a new storage, ``make(x)``."""
+    op = torch.library.custom_op(f"t::{name}", lambda x: make(x), mutates_args=(),
+                                 schema="(Tensor x) -> Tensor")
+    op.register_fake(lambda x: torch.empty_like(x))
+    return op
+
+
+SHARED_MEMORY = {
+    "from_numpy": lambda x: torch.from_numpy(x.numpy()),
+    "dlpack": lambda x: torch.from_dlpack(torch.utils.dlpack.to_dlpack(x)),
+    "from_numpy_of_a_slice": lambda x: torch.from_numpy(x.numpy()[1:]),
+}
+
+
+@pytest.mark.parametrize("how", list(SHARED_MEMORY))
+def test_an_output_in_a_new_storage_over_an_inputs_memory_is_found(how):
+    op = _returns_shared_memory(f"shared_{how}", SHARED_MEMORY[how])
+    x = torch.zeros(3)
+    out = op(x)
+    assert out.untyped_storage() is not x.untyped_storage() and out.data_ptr() >= x.data_ptr(), \
+        "torch's eager check passed it: a storage of its own over x's memory"
+    report = audit(op, torch.zeros(3))
+    memory = [f for f in report.findings if f.check == "memory"]
+    assert len(memory) == 1, str(report)
+    assert memory[0].problem.startswith("its output shares memory with 'x', and the schema does not say so")
+    assert "notebook 03" in memory[0].why and "clone()" in memory[0].fix
+
+
+def test_a_copy_a_declared_view_and_disjoint_memory_are_not_found():
+    copy = torch.library.custom_op("t::copies", lambda x: torch.from_numpy(x.numpy().copy()), mutates_args=(),
+                                   schema="(Tensor x) -> Tensor")
+    copy.register_fake(lambda x: torch.empty_like(x))
+    assert "memory" not in audit(copy, torch.zeros(3)).kinds()
+    lib = torch.library.Library("t", "FRAGMENT")
+    lib.define("declared_view(Tensor(a) x) -> Tensor(a)")
+    lib.impl("declared_view", lambda x: x[1:], "CompositeExplicitAutograd")
+    lib.impl("declared_view", lambda x: x[1:], "Meta")
+    try:
+        assert "memory" not in audit(torch.ops.t.declared_view.default, torch.zeros(3)).kinds()
+    finally:
+        labkit.ops._destroy_library(lib)
+    assert not auditing._overlap(torch.zeros(2), torch.zeros(2))
+    base = torch.zeros(6)
+    assert auditing._overlap(base.view(2, 3).t()[2:], base[5:]), "a transposed view reaches its last byte"
+    assert auditing._overlap(base[1:2].expand(4), base[1:3]), "a stride of 0 reaches one element"
+    assert not auditing._overlap(base[:3], base[3:]), "neighbours share no byte"
+    assert auditing._overlap(base[::2], base[1::2]) is True, "interleaved strided views: their spans meet"

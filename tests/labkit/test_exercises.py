@@ -37,7 +37,8 @@ def test_an_unanswered_cell_says_which_cell_to_edit(capsys):
 
 
 @pytest.mark.parametrize("answer", [[0, 1, 2, 1, 0], (0, 1.0, 2, 1, 0), torch.tensor([0.0, 1, 2, 1, 0]),
-                                    torch.tensor([0, 1, 2, 1, 0]), np.array([0, 1, 2, 1, 0])])
+                                    torch.tensor([0, 1, 2, 1, 0]), np.array([0, 1, 2, 1, 0]),
+                                    list(torch.tensor([0, 1, 2, 1, 0])), list(np.array([0.0, 1, 2, 1, 0]))])
 def test_a_list_answer_is_read_as_a_list_a_tuple_or_a_tensor(answer, capsys):
     assert exercises.check_list(answer, [0.0, 1.0, 2.0, 1.0, 0.0], "right.", "look again.")
     assert capsys.readouterr().out == "✔ right.\n"
@@ -50,7 +51,7 @@ def test_a_wrong_list_gets_the_hint(answer, capsys):
 
 
 @pytest.mark.parametrize("answer", [[0, 1, 2], ["0", "1", "2", "1", "0"], [True] * 5, torch.zeros(5, 1),
-                                    torch.tensor(2.0), "0 1 2 1 0", None, {"a": 1}])
+                                    torch.tensor(2.0), "0 1 2 1 0", None, {"a": 1}, [10 ** 400] * 5])
 def test_what_is_not_a_list_of_numbers_of_that_length_gets_one_sentence(answer, capsys):
     assert not exercises.check_list(answer, [0, 1, 2, 1, 0], "right.", "hint")
     said = capsys.readouterr().out

@@ -217,7 +217,7 @@ def test_an_audit_check_is_one_entry(monkeypatch):
 
 
 def test_the_audit_runs_its_checks_in_order_with_named_kinds():
-    assert [c.kind for c in auditing.CHECKS] == [auditing.DECLARATION, auditing.OPCHECK, auditing.COMPILE,
-                                                 auditing.ALIASING]
+    assert [c.kind for c in auditing.CHECKS] == [auditing.DECLARATION, auditing.MEMORY, auditing.OPCHECK,
+                                                 auditing.COMPILE, auditing.ALIASING]
     stops = {c.kind: c.stop_if for c in auditing.CHECKS}
     assert stops[auditing.COMPILE] == (auditing.EAGER,) and stops[auditing.ALIASING] == (auditing.COMPILE,)

@@ -275,15 +275,19 @@ def check_other_reason(page: str, steps, values) -> list[str]:
     story says so first (naming the step), with a link to the section of notebook 02 that runs that mistake, before
     anything about the cache; where every row is right or wrong through the cache, it says nothing of the kind."""
     other = [i + 1 for i, step in enumerate(steps) if step.x_after != step.x_after_eager and not step.cache_hits]
+    removed = [n for n in other if steps[n - 1].declared == "pure" and steps[n - 1].kernel_calls == 0]
     story_html = page.rsplit("<p", 1)[-1]
     story = html.unescape(re.sub("<[^>]+>", "", story_html.split(">", 1)[1]))
     links = re.findall(r"href='([^']*)'", story_html)
     found = []
     if other:
-        first_sentence = story.split(". ")[0].lower()
-        if not all(f"step {n}" in first_sentence for n in other) or "differs from eager" not in first_sentence:
+        before_cache = story.split("As for the cache")[0].lower()
+        if not all(f"step {n}" in before_cache for n in other) or not re.search(r"differs? from eager", before_cache):
             found.append(f"{values}: step(s) {other} are wrong, not through the cache, and the story does not say so "
                          f"first: {story!r}")
+        if removed and not ("declared pure" in before_cache and "removed the call" in before_cache):
+            found.append(f"{values}: step(s) {removed}, declared pure, never ran compiled: the story does not say "
+                         f"the call was removed: {story!r}")
         targets = [link.split("#") for link in links]
         if not any(path == "02_mutates_args.ipynb" and anchor in HEADINGS_02 for path, *rest in targets
                    for anchor in rest):

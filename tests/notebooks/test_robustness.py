@@ -36,6 +36,7 @@ def _collect(*args: str) -> list[str]:
     return [line for line in done.stdout.splitlines() if "::" in line]
 
 
+@pytest.mark.slow  # a pytest collection of all twelve notebooks in a child process
 def test_the_suite_runs_all_twelve_notebooks_twice_each_in_its_own_kernel():
     """Every code cell of every notebook, again, after that notebook's last cell (same file: same kernel, same
     worker); ./lab quick (-m "not slow") leaves the second runs out."""
@@ -50,6 +51,7 @@ def test_the_suite_runs_all_twelve_notebooks_twice_each_in_its_own_kernel():
         assert [i.split("::", 1)[1] for i in quick if i.startswith(f"notebooks/{path.name}::")] == first, path.name
 
 
+@pytest.mark.slow  # a pytest run in a child process, with a kernel
 def test_a_cell_that_fails_only_on_the_second_run_fails_the_suite(tmp_path):
     """A notebook whose cell defines what it first checks is absent passes one Run All and fails the second."""
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("assert 'seen' not in globals()\nseen = 1"),

@@ -148,6 +148,36 @@ if "TORCHINDUCTOR_ERROR_ON_CUSTOM_OP_ALIASING" not in os.environ:
 del lib     # the Library is freed
 
 # %% [markdown]
+# torch's checks of tensors, eager and at the compiled code's first run, compare **storages**, not memory: `x`'s
+# memory in a new storage (`torch.from_numpy(x.numpy())`, a DLPack round trip) passes both, and compiled code takes
+# it for new memory, so a write to it misses `x`. `labkit.audit` compares bytes. The fix: `x.numpy().copy()`.
+
+# %%
+@torch.library.custom_op("nb03::via_numpy", mutates_args=())
+def via_numpy(x: torch.Tensor) -> torch.Tensor:
+    return torch.from_numpy(x.numpy())         # x's memory, in a storage of its own
+
+via_numpy.register_fake(lambda x: torch.empty_like(x))
+eager_x, compiled_x = torch.zeros(3), torch.zeros(3)
+via_numpy(eager_x).add_(1)
+torch.compile(lambda x: via_numpy(x).add_(1), backend="aot_eager")(compiled_x)
+print("eager:", eager_x.tolist(), "| compiled:", compiled_x.tolist())
+
+# %% tags=["check"]
+#@title Check: a new storage over x's memory passes torch's checks; compiled, the write is lost; audit finds it
+out = via_numpy(x)
+assert out.untyped_storage().data_ptr() == x.untyped_storage().data_ptr(), "the output is x's memory"
+assert eager_x.tolist() == [1.0, 1.0, 1.0], "eager: the write reaches x"
+assert compiled_x.tolist() == [0.0, 0.0, 0.0], "aot_eager: it does not"
+torch.compiler.reset()
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    torch.compile(lambda x: via_numpy(x).add_(1), backend="aot_eager")(torch.zeros(3))
+assert not any("alias" in str(w.message) for w in caught), "compiled: no aliasing warning either"
+shared = labkit.audit(via_numpy, torch.zeros(3))
+assert [f.check for f in shared.findings] == ["memory"], "labkit.audit compares memory: it finds the shared bytes"
+
+# %% [markdown]
 # ## 3. "`x.add_(1); return x` is a valid mutating custom op"
 #
 # Blog posts show this pattern. Run it:
@@ -173,8 +203,8 @@ assert "must not also be an input to this custom operator" in seed_error.message
     "torch's message: a returned tensor must not also be an input"
 
 # %% [markdown]
-# It fails **in eager**, before any compiler. Legal: return nothing (02), a new tensor such as `x.clone()`
-# (below), or `x` itself from an op tagged `Tag.inplace` (after that).
+# It fails **in eager**. Legal: return nothing (02), a new tensor such as `x.clone()` (below), or `x` itself from
+# an op tagged `Tag.inplace` (after that).
 
 # %%
 @torch.library.custom_op("nb03::seed_fixed", mutates_args={"x"})
@@ -276,9 +306,8 @@ computed = torch.compile(runs["x computed inside"], backend="inductor")(torch.ar
 assert not torch.equal(computed, runs["x computed inside"](torch.arange(8.0))), "plain torch.compile: wrong too"
 
 # %% [markdown]
-# Two ways out. The robust one is in the kernel: copy `src` first when it shares storage with `dst` (free when it
-# does not). The other declares `src` written too, so Inductor keeps a copy: that fixes this program, not every
-# one (`docs/torch-versions.md`). Both:
+# Two ways out: in the kernel, copy `src` when it shares storage with `dst` (free when it does not); or declare
+# `src` written too, so Inductor keeps a copy, which fixes this program, not every one (`docs/torch-versions.md`):
 
 # %%
 @torch.library.custom_op("nb03::reverse_guarded", mutates_args=("dst",))
@@ -302,7 +331,6 @@ def reversing_program(op):
         return x * 1.0
     return program
 
-
 safe = {}
 for label, op in {"the guarded kernel": reverse_guarded, "src declared too": reverse_both}.items():
     op.register_fake(lambda src, dst: None)
@@ -315,8 +343,8 @@ assert safe["the guarded kernel"].verdict.agree, "the kernel that copies shared 
 assert safe["src declared too"].verdict.agree, "declaring src as mutated too: compiled == eager on this program"
 
 # %% [markdown]
-# `labkit.audit` makes this call on purpose: a clone of each argument the op writes, in another argument's place,
-# with the written one an input and computed inside; compiled, compared. On `reverse_into`:
+# `labkit.audit` makes this call on purpose, with the written argument an input and computed inside. On
+# `reverse_into`:
 
 # %%
 audited = labkit.audit(reverse_into, torch.zeros(8), torch.zeros(8))
@@ -351,9 +379,10 @@ x_eager, x_compiled = torch.zeros(5), torch.zeros(5)
 two_bumps(x_eager)
 torch.compile(two_bumps)(x_compiled)
 if labkit.exercises.answered(my_x_after, "edit my_x_after in the cell above, run it, then this cell"):
+    as_eager = "as in eager" if x_compiled.tolist() == x_eager.tolist() else f"yet eager left {x_eager.tolist()}"
     labkit.exercises.check_list(my_x_after, x_compiled.tolist(),
-                                "right: both writes land in x, the shared element twice, as in eager.",
-                                "each view shares storage with x: which elements does each bump touch?")
+                                f"right: both writes land in x, the shared element twice, {as_eager}.",
+                                "each view shares storage with x: which elements does each bump touch?", "my_x_after")
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
 #@title Solution (open it once you have tried)
@@ -366,18 +395,15 @@ assert labkit.exercises.number_list(torch.tensor([0, 1, 2, 1, 0])) == x_eager.to
 # %% [markdown]
 # ## In your own project
 #
-# torch prints each stage itself: `TORCH_LOGS="aot_graphs,output_code" python my_script.py` shows §1's base and
-# slice and §4's buffers (`labkit.torch_logs` catches that log in a notebook). To test an op against §4's hazard,
-# do what `labkit.audit` does, on values not all equal.
-
-# %%
-with labkit.torch_logs(aot_graphs=True) as log:
-    torch.compiler.reset()
-    torch.compile(bump_middle, backend="aot_eager")(torch.zeros(5))
-print("\n".join(line.strip() for line in log.artifact("aot_graphs") if "nb03.bump" in line))
+# `TORCH_LOGS="aot_graphs,output_code" python my_script.py` prints §1's base and slice and §4's buffers
+# (`labkit.torch_logs` in a notebook). To test an op against §4's hazard, do what `labkit.audit` does, on values
+# not all equal.
 
 # %% tags=["check"]
 #@title Check: torch's own log shows the op on the view of its base, and the copy back
+with labkit.torch_logs(aot_graphs=True) as log:
+    torch.compiler.reset()
+    torch.compile(bump_middle, backend="aot_eager")(torch.zeros(5))
 aot_lines = [line.strip() for line in log.artifact("aot_graphs") if "torch.ops." in line]
 assert any("nb03.bump.default" in line and "_x_slice_start = 1, _x_slice_end = 3" in line for line in aot_lines), \
     "torch's AOTAutograd log shows the op on the view x[1:3] of its base"
@@ -391,7 +417,7 @@ assert any("torch.ops.aten.copy_.default(arg0_1" in line for line in aot_lines),
 #   on a view of your tensor.
 # - Outputs may not secretly alias inputs. `custom_op` refuses in eager with its inferred schema; an explicit
 #   alias annotation passes eagerly and is refused by `torch.compile`; `Library.define` ops are checked when the
-#   compiled code first runs.
+#   compiled code first runs. Those checks compare storages: `x`'s memory in a new storage passes (§2).
 # - Return nothing, a clone, or, tagged `Tag.inplace`, the input itself (untagged, `x.add_(1); return x` fails
 #   in eager). Tagged, on a slice cut inside the compiled function, Inductor wrote into `x` (§3).
 # - A correct declaration is not always enough: a kernel that reads one input while it writes another should
@@ -411,8 +437,7 @@ assert any("torch.ops.aten.copy_.default(arg0_1" in line for line in aot_lines),
 #   arguments and returned tensors
 # - [The Custom Operators Manual](https://docs.google.com/document/d/1_W62p8WJOQQUzPsJYa7s701JXt0qf2OfLub2sbkHOaU)
 # - pytorch [#198031](https://github.com/pytorch/pytorch/issues/198031): `y = x.clone(); op(y, x)` becomes
-#   `op(x, x)` (fix proposed in [#198260](https://github.com/pytorch/pytorch/pull/198260); same root cause as
-#   [#197829](https://github.com/pytorch/pytorch/issues/197829) and
+#   `op(x, x)` (same root cause: [#197829](https://github.com/pytorch/pytorch/issues/197829),
 #   [#156786](https://github.com/pytorch/pytorch/issues/156786))
 # - pytorch [#131192](https://github.com/pytorch/pytorch/issues/131192): re-inplacing a custom op on a view
 #

@@ -89,7 +89,8 @@ assert not hasattr(torch.ops.nb04nlow, "bar"), "once the Library is destroyed, t
 # Their keys come from the graph's text, the inputs, the configuration, torch's version and
 # `torch.compiler.config.cache_key_tag`. The graph text names `nb04n::fix`, not its schema. So: declare an op
 # wrongly (pure, though it writes `x`), compile, fix the declaration, compile again, in plain torch
-# (`labkit.cache.using("default")` turns labkit's fix off and gives a fresh cache directory):
+# (`labkit.cache.using("default")` turns labkit's fix off and gives a fresh cache directory). This is a known torch
+# bug, the one this lab grew from: stale artifacts after a changed `mutates_args` (its issue: Further reading).
 
 # %%
 def declare_fix(mutating):
@@ -434,9 +435,12 @@ def twice_fake(x):
     return x.new_empty(2 * x.shape[0])
 
 twice_fake_fixed = twice_fake
-twice_fake_unchanged = types.FunctionType(twice_fake_fixed.__code__, twice_fake_fixed.__globals__, "twice_fake")
+twice_fake_unchanged = types.FunctionType(twice_fake_fixed.__code__.replace(), twice_fake_fixed.__globals__,
+                                          "twice_fake")   # new objects, function and code, as a re-run makes
 twice_fake_unchanged.__qualname__ = twice_fake_fixed.__qualname__
 
+# %% tags=["check"]
+#@title The exercise's check, continued (the replay)
 def compile_with_tag(tag_fn, fakes):
     """Section 4 replayed: register each fake kernel in turn, set the tag tag_fn gives, compile and run."""
     outcomes = []
@@ -488,6 +492,7 @@ with contextlib.redirect_stdout(io.StringIO()):
     assert not check_tag(lambda op, fake: f"my-ops-{fake.__name__}"), "a tag of the name is rejected (one name)"
     assert not check_tag(lambda op, fake: f"my-ops-{fake.__qualname__}"), "so is one of the qualified name"
     assert not check_tag(lambda op, fake: f"my-ops-{id(fake)}"), "and one of the object (a new one, same code)"
+    assert not check_tag(lambda op, fake: f"my-ops-{fake.__code__}"), "and one of the code object (its address)"
 
 # %% [markdown]
 # ## In your own project
@@ -520,9 +525,10 @@ with contextlib.redirect_stdout(io.StringIO()):
 # ## Further reading
 #
 # - [pytorch #187319](https://github.com/pytorch/pytorch/issues/187319): stale artifacts after a changed
-#   `mutates_args` (§2); pull requests that put the schema into the key:
-#   [#187356](https://github.com/pytorch/pytorch/pull/187356) and [#187830](https://github.com/pytorch/pytorch/pull/187830)
-#   (closed), [#193499](https://github.com/pytorch/pytorch/pull/193499) (open when this was written)
+#   `mutates_args` (§2). It reproduces on every release this lab ran, 2.10.0 to 2.15.0 (2026-12-04,
+#   docs/torch-versions.md), and §2's checks fail the day yours fixes it. Pull requests that put the schema into the
+#   key: [#187356](https://github.com/pytorch/pytorch/pull/187356), [#187830](https://github.com/pytorch/pytorch/pull/187830),
+#   [#193499](https://github.com/pytorch/pytorch/pull/193499)
 # - [pytorch #160472](https://github.com/pytorch/pytorch/issues/160472) (fake kernels, §4) and
 #   [#144344](https://github.com/pytorch/pytorch/issues/144344) (backward formulas; a maintainer there: custom
 #   operators are designed to behave like builtin ones, whose changes do not invalidate the cache either)

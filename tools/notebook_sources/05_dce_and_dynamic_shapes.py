@@ -258,6 +258,27 @@ assert not any(report.fate("nb05::pure")["ran"] for report in graphs.values()), 
 # A symbolic size prints as `s` and a number, e.g. `[s77]`: a name torch picks, not a value. (`mark_dynamic`,
 # `mark_unbacked`, `recompile_limit`: notebook 07.)
 #
+# **Where this lab began.** One of the two reports it grew from is a GPU test in PyTorch's CI, listed as disabled:
+# `DISABLED test_custom_op_dce_dynamic_shapes_cuda (__main__.DynamicShapesCodegenGPUTests)`. Its name says what it
+# is about: dead-code elimination of a custom op under dynamic shapes, with Inductor, on CUDA. We could not find its
+# source, or why it was disabled, in any public PyTorch code, issue or pull request we could search, so we cannot say
+# what it asserted. The behaviour its name stands for runs here, with Inductor on the CPU: compiled with
+# `dynamic=True`, the unused op is gone from the generated code and its kernel never runs. (§4's GPU cell: what such
+# ops did on an H200.)
+
+# %%
+symbolic = labkit.compile_and_compare(result_unused(pure), calls=shapes, backend="inductor", dynamic=True)
+print(symbolic.graphs_per_call, symbolic.fate("nb05::pure"))
+
+# %% tags=["check"]
+#@title Check: Inductor, dynamic=True, three sizes: one symbolic graph, the unused op removed, its kernel never run
+assert symbolic.graphs_per_call == [1, 0, 0], "dynamic=True: one graph for the three sizes"
+assert symbolic.dynamo_graphs[0].input_shapes[-1].startswith("[s"), "its size is symbolic"
+assert symbolic.fate("nb05::pure") == {"dynamo": True, "aot": False, "inductor": False, "ran": False}, \
+    "traced by Dynamo, removed before Inductor's code: the kernel never ran"
+assert symbolic.compiled_calls["nb05::pure"] == 0 < symbolic.eager_calls["nb05::pure"], "eager ran it; compiled never"
+
+# %% [markdown]
 # ## 4. Data-dependent output sizes: when `fullgraph` changes everything
 #
 # Most fake kernels *follow the input shapes*. Some ops cannot: `nonzero`, a filter, MoE routing — the output size

@@ -684,6 +684,8 @@ def softclip_problem(setup_context, backward, name="softclip"):
             return failed[0] if failed else f"gradcheck {where}: {verdict[6:]}"
     return None
 
+# %% tags=["check"]
+#@title The exercise's check, continued
 def check_softclip(setup_context, backward):
     if labkit.exercises.answered(backward, "write both functions in the cell with my_softclip_backward = ..., run it, then run this one"):
         problem = softclip_problem(setup_context, backward)
@@ -699,12 +701,10 @@ def softclip_setup_context(ctx, inputs, output):
     ctx.save_for_backward(x)
     ctx.limit = limit                     # a float: an attribute, not save_for_backward
 
-
 def softclip_backward(ctx, grad):
     (x,) = ctx.saved_tensors
     t = torch.tanh(x / ctx.limit)
     return grad * (1 - t * t), None       # one gradient per input; None for the float
-
 
 assert softclip_problem(softclip_setup_context, softclip_backward, "softclip_solution") is None, \
     "the solution passes opcheck and gradcheck"
@@ -712,10 +712,9 @@ assert softclip_problem(softclip_setup_context, lambda ctx, grad: grad * (1 - to
                         "softclip_one_gradient").startswith("opcheck"), "one gradient for two inputs is refused"
 assert softclip_problem(softclip_setup_context, lambda ctx, grad: (grad * torch.tanh(ctx.saved_tensors[0]), None),
                         "softclip_wrong_math").startswith("gradcheck"), "a formula with the wrong math is refused"
-hard_coded = softclip_problem(softclip_setup_context,
-                              lambda ctx, grad: (grad * (1 - torch.tanh(ctx.saved_tensors[0] / 2.0) ** 2), None),
-                              "softclip_hard_coded")
-assert hard_coded.startswith("gradcheck (x of shape [3, 4], limit=0.5)"), "a formula for limit 2.0 only is refused"
+assert softclip_problem(softclip_setup_context, lambda ctx, grad: (grad * (1 - torch.tanh(ctx.saved_tensors[0] / 2.0)
+                        ** 2), None), "softclip_hard_coded").startswith("gradcheck (x of shape [3, 4], limit=0.5)"), \
+    "a formula right for limit 2.0 only is refused"
 
 # %% [markdown]
 # ## Exercise 2: predict, then run: how often does the kernel run?
