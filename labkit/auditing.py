@@ -85,6 +85,10 @@ MESSAGE_ADVICE = (
                 "make the fake kernel return the kernel's dtype (e.g. x.new_empty(...), torch.empty_like)")),
     (r"[Ss]tride", ("the fake kernel promises other strides than the kernel returns",
                     "return tensors laid out like the kernel's (empty_like keeps the input's strides)")),
+    (r"no autograd formula was registered|[Pp]lease use register_autograd",
+     ("a sample requires grad, and the op has no backward: torch cannot differentiate through it (opcheck runs a "
+      "backward)", "register one with op.register_autograd(backward, setup_context=...), or, if the op is never "
+      "differentiated, pass samples with requires_grad=False")),
     (r"Failed to normalize function",
      ("torch could not match the sample inputs to the op's schema",
       "pass inputs that fit the schema; an argument named like a Python keyword (from) cannot be passed by name")),
@@ -96,11 +100,25 @@ def _opcheck_advice(test: str, outcome: str, overload=None) -> tuple[str, str]:
     in the terms of how the op was declared (:func:`_undeclared_write_fix`)."""
     for pattern, (why, fix) in MESSAGE_ADVICE:
         found = re.search(pattern, outcome)
+        if found and pattern == MESSAGE_ADVICE[0][0] and overload is not None and \
+                not internals.declared_output_aliases(overload):
+            return _unannotated_alias_advice(overload)
         if found:
             if fix == "add '{0}' to mutates_args":
                 return why, _undeclared_write_fix(overload, found.group(1))
             return why, fix.format(*found.groups())
     return OPCHECK_ADVICE.get(test, ("opcheck failed", "see torch's message"))
+
+
+def _unannotated_alias_advice(overload) -> tuple[str, str]:
+    """torch's "output has alias annotations" for a schema whose returns carry none: AOTAutograd says so of an op
+    that writes an argument and returns a value that is not a tensor (seen on 2.13: ``(Tensor(a0!) x) -> SymInt``),
+    and returning a new tensor from the same writing op compiles."""
+    returned = internals.schema_of(overload).rpartition("->")[2].strip()
+    return (f"AOTAutograd refuses an op that writes an argument and returns {returned} (not a tensor); its message "
+            "calls that an output with alias annotations, though no return is annotated",
+            "return a new tensor instead (e.g. x.new_tensor(n), with a fake kernel returning x.new_empty(())); if the "
+            "kernel never writes the argument, drop it from mutates_args")
 
 
 def _undeclared_write_fix(overload, name: str) -> str:
@@ -400,10 +418,12 @@ def _compile_findings(overload, call: _Call) -> list[Finding]:
              for problem, labels in failures.items()]
     torch_own = qualname.partition("::")[0] in TORCH_OP_NAMESPACES
     if not failures and not any(held) and not torch_own:   # torch's own ops are not counted by name
-        found.append(Finding(NOTE, "the op under torch.compile: Dynamo ran it eagerly at a graph break in "
-                             "every compiled run, so the compile checks saw nothing of it",
-                             "", "compile with fullgraph=True to see why"))
+        found.append(Finding(NOTE, GRAPH_BREAK_NOTE, "", "compile with fullgraph=True to see why"))
     return found
+
+
+GRAPH_BREAK_NOTE = ("the op under torch.compile: Dynamo ran it eagerly at a graph break in every compiled run, so "
+                    "the compile checks saw nothing of it")
 
 
 # What the written argument is in the compiled function when audit calls the op the way pytorch #198031 breaks it:
@@ -588,15 +608,19 @@ def _with_distinct(values: tuple, index: int) -> tuple:
 _ERROR_DETAIL = re.compile(r"^(torch\.compile raised \w+): .*( \([^()]*dynamic=[^()]*\))$", re.S)
 
 
-def _with_compiled_consequence(findings: list[Finding], compile_ran: bool) -> list[Finding]:
+def _with_compiled_consequence(findings: list[Finding], compile_ran: bool, op_compiled: bool = True) -> list[Finding]:
     """Each finding of a check that asks for it (``Check.told_compiled``), told what the compiled runs of this
-    audit did: the compile check's findings, or that they agreed with eager."""
+    audit did: the compile check's findings, or that they agreed with eager, or (``op_compiled`` false: Dynamo ran
+    the op eagerly at a graph break in every run) that none of them compiled it."""
     every_mode = " (" + " / ".join(f"{backend}, dynamic={dynamic}" for backend, dynamic in COMPILE_MODES) + ")"
     in_all = f" (in all {len(COMPILE_MODES)} compiled runs)"
     seen = [_ERROR_DETAIL.sub(r"\1\2", f.problem).replace(every_mode, in_all) for f in findings
             if kind_of(f) == COMPILE]
     if seen:
         consequence = "; ".join(seen)
+    elif compile_ran and not op_compiled:
+        consequence = (f"not seen: in all {len(COMPILE_MODES)} compiled runs Dynamo ran the op eagerly at a graph "
+                       "break, so none of them compiled it")
     elif compile_ran:
         consequence = f"not on this program: the {len(COMPILE_MODES)} compiled runs agreed with eager on these inputs"
     else:
@@ -743,8 +767,9 @@ def audit(op, /, *sample_args, **sample_kwargs) -> AuditReport:
             eager = " ".join(f.problem for f in findings if kind_of(f) == EAGER)
             findings += _not_repeating(_run_check(check, overload, call), eager)
     notes = "".join(f"{note.problem} ({note.fix}); " for note in findings if kind_of(note) == NOTE)
-    findings = _first_not_told_of_above(
-        _with_compiled_consequence([f for f in findings if kind_of(f) != NOTE], compile_ran=COMPILE in run))
+    broke = any(kind_of(f) == NOTE and f.problem == GRAPH_BREAK_NOTE for f in findings)
+    findings = _first_not_told_of_above(_with_compiled_consequence(
+        [f for f in findings if kind_of(f) != NOTE], compile_ran=COMPILE in run, op_compiled=not broke))
     return AuditReport(internals.qualname_of(overload), internals.schema_of(overload), findings, run,
                        notes + CANNOT_SEE, time.perf_counter() - start)
 

@@ -304,3 +304,33 @@ def test_a_copy_a_declared_view_and_disjoint_memory_are_not_found():
     assert auditing._overlap(base[1:2].expand(4), base[1:3]), "a stride of 0 reaches one element"
     assert not auditing._overlap(base[:3], base[3:]), "neighbours share no byte"
     assert auditing._overlap(base[::2], base[1::2]) is True, "interleaved strided views: their spans meet"
+
+
+# --- audit's words match what happened (issue 62) ------------------------------------------------------------
+
+def _count_positives(name, writes):
+    @torch.library.custom_op(f"t::{name}", mutates_args=("x",))
+    def op(x: torch.Tensor) -> int:
+        if writes:
+            x.add_(1)
+        return int((x > 0).sum())
+
+    op.register_fake(lambda x: torch.library.get_ctx().new_dynamic_size())
+    return op
+
+
+def test_a_verdict_on_compiled_runs_never_says_agreed_when_the_op_ran_eagerly_at_a_graph_break():
+    report = audit(_count_positives("count_over_declared", writes=False), torch.randn(4))
+    assert auditing.GRAPH_BREAK_NOTE in report.cannot_see
+    told = [f.compiled for f in report.findings if f.compiled]
+    assert told and all("agreed" not in said and "none of them compiled it" in said for said in told), str(report)
+
+
+def test_a_hint_never_contradicts_the_error_it_explains():
+    op = labkit.declare(name="t::needs_grad", returns="fresh")
+    grad = [f for f in audit(op, torch.randn(3, requires_grad=True)).findings if "register_autograd" in f.problem]
+    assert grad and all("register_autograd" in f.fix and "fake kernel" not in f.fix for f in grad), grad
+    writes_int = audit(_count_positives("count_and_bump", writes=True), torch.randn(4))
+    alias = [f for f in writes_int.findings if "output has alias annotations" in f.problem]
+    assert alias, str(writes_int)
+    assert all("in its returns" not in f.why and "returns SymInt (not a tensor)" in f.why for f in alias), alias
