@@ -18,6 +18,8 @@ import threading
 from typing import Any, Callable
 from unittest import mock
 
+import re
+
 import torch
 
 # Releases on which every notebook passed in tools/torch_matrix.py's table (docs/torch-versions.json).
@@ -326,12 +328,51 @@ def written_args(overload) -> set[str]:
     return {a.name for a in overload._schema.arguments if a.alias_info is not None and a.alias_info.is_write}
 
 
-def declared_output_aliases(overload) -> dict[int, set[str]]:
-    """For each output of the schema, the arguments it is declared to alias: their alias sets meet
-    (``Tensor(a) x -> Tensor(a)``, a view; ``Tensor(a!) out -> Tensor(a!)``, an out= or in-place op)."""
-    arguments = [(a.name, set(a.alias_info.before_set)) for a in overload._schema.arguments if a.alias_info]
-    return {i: {name for name, sets in arguments if sets & set(r.alias_info.before_set)}
-            for i, r in enumerate(overload._schema.returns) if r.alias_info is not None}
+def _alias_sets(text: str) -> set[str]:
+    """The alias sets a printed argument or return names: ``Tensor(a!)``, ``Tensor(a -> *)`` and ``Tensor(a)[]``
+    name a."""
+    return set(re.findall(r"\((\w+)(?:!|\s*->[^)]*)?\)", text))
+
+
+def _top_level(text: str) -> list[str]:
+    """``text`` split at the commas outside brackets (a default such as ``int[2] stride=[1, 1]`` holds some)."""
+    parts, depth, current = [], 0, ""
+    for char in text:
+        depth += char in "([" and 1 or char in ")]" and -1 or 0
+        if char == "," and depth == 0:
+            parts.append(current.strip())
+            current = ""
+        else:
+            current += char
+    return [p for p in parts + [current.strip()] if p]
+
+
+def _schema_parts(overload) -> tuple[list[str], list[str]]:
+    """The schema's printed arguments and returns, one string each."""
+    text = str(overload._schema)
+    head, _, returns = text.rpartition(" -> ")
+    arguments = head[head.index("(") + 1:head.rindex(")")]
+    returns = returns[1:-1] if returns.startswith("(") and returns.endswith(")") else returns
+    return [a for a in _top_level(arguments) if a != "*"], _top_level(returns)   # "*": keyword-only from here
+
+
+def declared_output_aliases(overload) -> list[set[str]]:
+    """For each return of the schema, in order, the arguments it is declared to alias (their alias sets meet):
+    ``Tensor(a) x -> Tensor(a)`` (a view), ``-> Tensor(a)[]`` (views in a list), ``Tensor(a!) out -> Tensor(a!)``."""
+    arguments, returns = _schema_parts(overload)
+    names = [a.name for a in overload._schema.arguments]
+    sets = {name: _alias_sets(text) for name, text in zip(names, arguments)}
+    return [{name for name, argument_sets in sets.items() if argument_sets & _alias_sets(text)} for text in returns]
+
+
+def return_types(overload) -> list[str]:
+    """Each return as the schema prints it (``Tensor``, ``SymInt``, ``Tensor(a!)``, ``Tensor(a)[]``)."""
+    return _schema_parts(overload)[1]
+
+
+def same_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether two tensors share one storage object (torch's own alias checks compare these), not merely memory."""
+    return a.untyped_storage()._cdata == b.untyped_storage()._cdata
 
 
 def is_mutable(overload) -> bool:

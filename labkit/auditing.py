@@ -6,8 +6,9 @@ compiled runs got wrong because of it where they did):
 1. the kernel against its declaration: which tensor arguments (or ``Tensor[]`` lists, or keyword
    arguments such as ``out=``) a real call changes, versus the ones the schema marks as written
    (``Tensor(a!)``, ``Tensor(a!)[]``); NaN counts as equal to NaN;
-2. each output's memory against each input's (bytes reached, not storages), where the schema declares no
-   alias between them: an output made from an input's memory in a new storage passes torch's own check;
+2. each output's memory against each input's (the span of bytes each strided tensor reaches, not storages), where
+   the schema declares no alias between them: an output made from an input's memory in a new storage passes
+   torch's own check (torch's own ops, and two outputs sharing memory with each other, are not judged);
 3. every ``torch.library.opcheck`` test;
 4. eager vs compiled, with ``aot_eager`` and ``inductor``, static and dynamic shapes, on a
    program that discards the op's result (the case where a wrong declaration bites), with the
@@ -70,11 +71,16 @@ MESSAGE_ADVICE = (
     (r"output has alias annotations",
      ("the schema returns an alias of an argument (Tensor(a!) in its returns): torch.compile cannot functionalize "
       "a custom op that does", "return () from the out= overload, or return a new tensor")),
+    (r"no autograd formula was registered|[Pp]lease use register_autograd",
+     ("a sample requires grad, and the op has no backward: torch cannot differentiate through it (opcheck runs a "
+      "backward)", "register one with torch.library.register_autograd('ns::name', backward, setup_context=...), "
+      "or, if the op is never differentiated, pass samples with requires_grad=False")),
     (r"Argument (\w+) is not defined as mutable but was mutated",
      ("the kernel writes an argument its schema says it only reads", "add '{0}' to mutates_args")),
     (r"must not also be an input|may not alias",
      ("an output is, or views, an input: the compiler assumes outputs are new tensors",
-      "return a new tensor (e.g. x.clone()) or nothing; an op returning its mutated input needs Tag.inplace")),
+      "return a new tensor (e.g. x.clone()) or nothing; an op returning its mutated input needs Tag.inplace (an "
+      "out= op returning out: Tag.out)")),
     (r"no fake impl|No fake impl|does not have a fake",
      ("the compiler traces with fake tensors and needs a fake kernel to know the output",
       "register_fake a function that returns empty tensors of the right shape, dtype and device")),
@@ -85,10 +91,6 @@ MESSAGE_ADVICE = (
                 "make the fake kernel return the kernel's dtype (e.g. x.new_empty(...), torch.empty_like)")),
     (r"[Ss]tride", ("the fake kernel promises other strides than the kernel returns",
                     "return tensors laid out like the kernel's (empty_like keeps the input's strides)")),
-    (r"no autograd formula was registered|[Pp]lease use register_autograd",
-     ("a sample requires grad, and the op has no backward: torch cannot differentiate through it (opcheck runs a "
-      "backward)", "register one with op.register_autograd(backward, setup_context=...), or, if the op is never "
-      "differentiated, pass samples with requires_grad=False")),
     (r"Failed to normalize function",
      ("torch could not match the sample inputs to the op's schema",
       "pass inputs that fit the schema; an argument named like a Python keyword (from) cannot be passed by name")),
@@ -100,9 +102,8 @@ def _opcheck_advice(test: str, outcome: str, overload=None) -> tuple[str, str]:
     in the terms of how the op was declared (:func:`_undeclared_write_fix`)."""
     for pattern, (why, fix) in MESSAGE_ADVICE:
         found = re.search(pattern, outcome)
-        if found and pattern == MESSAGE_ADVICE[0][0] and overload is not None and \
-                not internals.declared_output_aliases(overload):
-            return _unannotated_alias_advice(overload)
+        if found and pattern == MESSAGE_ADVICE[0][0]:
+            return _alias_annotation_advice(overload)
         if found:
             if fix == "add '{0}' to mutates_args":
                 return why, _undeclared_write_fix(overload, found.group(1))
@@ -110,15 +111,19 @@ def _opcheck_advice(test: str, outcome: str, overload=None) -> tuple[str, str]:
     return OPCHECK_ADVICE.get(test, ("opcheck failed", "see torch's message"))
 
 
-def _unannotated_alias_advice(overload) -> tuple[str, str]:
-    """torch's "output has alias annotations" for a schema whose returns carry none: AOTAutograd says so of an op
-    that writes an argument and returns a value that is not a tensor (seen on 2.13: ``(Tensor(a0!) x) -> SymInt``),
-    and returning a new tensor from the same writing op compiles."""
-    returned = internals.schema_of(overload).rpartition("->")[2].strip()
-    return (f"AOTAutograd refuses an op that writes an argument and returns {returned} (not a tensor); its message "
-            "calls that an output with alias annotations, though no return is annotated",
-            "return a new tensor instead (e.g. x.new_tensor(n), with a fake kernel returning x.new_empty(())); if the "
-            "kernel never writes the argument, drop it from mutates_args")
+def _alias_annotation_advice(overload) -> tuple[str, str]:
+    """(why, fix) for torch's "output has alias annotations". Where the op writes an argument and some return is
+    neither a tensor nor annotated (seen on 2.13: ``(Tensor(a0!) x) -> SymInt``), AOTAutograd says this of the
+    non-tensor return, and returning a new tensor from the same writing op compiles; otherwise the annotated return
+    it means is the op's own (:data:`MESSAGE_ADVICE`'s first entry)."""
+    if overload is not None and internals.is_mutable(overload):
+        odd = [r for r in internals.return_types(overload) if not re.match(r"Tensor(\(\w+!?\))?( \w+)?$", r)]
+        if odd and not any(internals.declared_output_aliases(overload)):
+            return (f"AOTAutograd refuses an op that writes an argument and returns {', '.join(odd)} (not a plain "
+                    "tensor); its message calls that an output with alias annotations, though no return is annotated",
+                    "return a new tensor instead (e.g. x.new_tensor(n), with a fake kernel returning x.new_empty(())); "
+                    "if the kernel never writes the argument, drop it from mutates_args")
+    return MESSAGE_ADVICE[0][1]
 
 
 def _undeclared_write_fix(overload, name: str) -> str:
@@ -129,7 +134,6 @@ def _undeclared_write_fix(overload, name: str) -> str:
     return f"mark it written in the schema: Tensor(a!) {name}"
 
 
-_ALIAS_RETURN_FIX = MESSAGE_ADVICE[0][1][1]
 
 
 def _first_not_told_of_above(findings: list) -> list:
@@ -253,7 +257,8 @@ def _declaration_findings(overload, call: _Call) -> list[Finding]:
     except Exception as error:  # noqa: BLE001 - torch's refusal is a finding
         problem = as_torch_error(error, "eager")
         fix = ("return a new tensor (e.g. x.clone()), or on torch >= 2.13 tag an in-place op with "
-               "tags=torch.Tag.inplace" if problem.kind == "alias_return" else "make the op run eagerly first")
+               "tags=torch.Tag.inplace (an out= op returning out: tags=torch.Tag.out)" if problem.kind == "alias_return"
+               else "make the op run eagerly first")
         return [Finding(EAGER, f"calling the op raised {problem.type_name}: {problem.message}",
                         "an op that fails eagerly cannot be compiled either", fix, detail=problem.full)]
     pairs = zip(call.named(overload), after.named(overload))
@@ -273,7 +278,8 @@ def _declaration_findings(overload, call: _Call) -> list[Finding]:
         findings.append(Finding(
             DECLARATION, f"'{name}' is declared as mutated, and neither this call nor one with other values "
             f"in '{name}' changed it",
-            "if the kernel never writes it, the declaration costs: the op can never be removed and carries "
+            "if the kernel never writes it, the declaration costs: a call on an input can no longer be removed "
+            "(one on a temporary nobody reads still is) and carries "
             "functionalization (auto_functionalized + copy_) for nothing",
             f"keep '{name}' declared if any input makes the kernel write it (a write of equal values is a write: "
             "dropping the declaration then gives silently wrong results); drop it only if it is never written"))
@@ -282,20 +288,25 @@ def _declaration_findings(overload, call: _Call) -> list[Finding]:
 
 def _byte_span(tensor: torch.Tensor) -> tuple[int, int] | None:
     """The bytes a strided tensor can reach, ``[first, last + 1)``: from its data pointer, each dimension's reach
-    (``(size - 1) * stride`` elements); None for an empty, meta or non-strided tensor."""
+    (``(size - 1) * stride`` elements); None for an empty, meta or non-strided tensor, or one with no data pointer
+    of its own (a wrapper subclass)."""
     if tensor.numel() == 0 or tensor.is_meta or tensor.layout != torch.strided:
+        return None
+    try:
+        start, item = tensor.data_ptr(), tensor.element_size()
+    except Exception:  # noqa: BLE001 - a tensor subclass without storage: nothing to compare
         return None
     low = high = 0
     for size, stride in zip(tensor.shape, tensor.stride()):
         reach = (size - 1) * stride
         low, high = (low + reach, high) if reach < 0 else (low, high + reach)
-    start, item = tensor.data_ptr(), tensor.element_size()
     return start + low * item, start + (high + 1) * item
 
 
 def _overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
     """Whether two tensors' reachable bytes meet, on one device: memory compared, not storages (a tensor made from
-    another's memory, by ``torch.from_numpy(x.numpy())`` or a DLPack round trip, has a storage of its own)."""
+    another's memory, by ``torch.from_numpy(x.numpy())`` or a DLPack round trip, has a storage of its own). A span,
+    not each byte: two interleaved strided views of one buffer count as meeting."""
     spans = _byte_span(a), _byte_span(b)
     if a.device != b.device or None in spans:
         return False
@@ -303,30 +314,48 @@ def _overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a_start < b_end and b_start < a_end
 
 
+def _returned(result, returns: int) -> list:
+    """The op's result as one value per schema return (a single return is the result itself)."""
+    if returns == 1:
+        return [result]
+    return list(result) if isinstance(result, (list, tuple)) and len(result) == returns else []
+
+
 def _shared_memory_findings(overload, call: _Call) -> list[Finding]:
-    """Each output whose memory overlaps an input's when the schema declares no alias between them.
+    """Each return whose memory overlaps an input's when the schema declares no alias between them.
 
     torch's own check (custom_op, eagerly) compares storages, so an output in a new storage over an input's memory
     passes it; torch.compile then takes that output for new memory, and a write through one is lost to the other.
+    torch's own ops are not judged (their schemas are torch's). Inputs that share memory with an argument the
+    return is declared to alias (``f(x, x)`` for an in-place op) are not counted against it.
     """
+    if internals.qualname_of(overload).partition("::")[0] in TORCH_OP_NAMESPACES:
+        return []
     fresh = call.copy(overload)
-    outputs = _tensors_in(fresh.run(overload))
     declared = internals.declared_output_aliases(overload)
+    values = _returned(fresh.run(overload), len(declared))
+    inputs = fresh.named(overload)
     findings = []
-    for index, output in enumerate(outputs):
-        which = "its output" if len(outputs) == 1 else f"output {index}"
-        for name, value in fresh.named(overload):
-            if name in declared.get(index, set()) or not any(_overlap(output, t) for t in _tensors_in(value)):
-                continue
-            findings.append(Finding(
-                MEMORY, f"{which} shares memory with '{name}', and the schema does not say so (a new "
-                f"storage over the same memory passes torch's own check, which compares storages)",
-                "torch.compile takes an output it is not told aliases an input for new memory: a write through "
-                f"one is not seen through the other, so compiled results can differ from eager (notebook "
-                f"{notebook_about('aliasing').number})",
-                "return a copy (e.g. result.clone()): torch.compile refuses a custom op whose output is declared a "
-                "view of an input ('(Tensor(a) x) -> Tensor(a)'); only an op that writes an input and returns it "
-                "may declare that (tags=torch.Tag.inplace, torch >= 2.13)"))
+    for index, (value, allowed) in enumerate(zip(values, declared)):
+        which = "its output" if len(declared) == 1 else f"output {index}"
+        allowed_tensors = [t for name, v in inputs if name in allowed for t in _tensors_in(v)]
+        for output in _tensors_in(value):
+            for name, argument in inputs:
+                shared = [t for t in _tensors_in(argument) if _overlap(output, t)]
+                if name in allowed or not shared or any(_overlap(t, a) for t in shared for a in allowed_tensors):
+                    continue
+                storage = ("in a new storage over the same memory, which torch's own check lets through (it "
+                           "compares storages)" if not any(internals.same_storage(output, t) for t in shared) else
+                           "in the same storage")
+                findings.append(Finding(
+                    MEMORY, f"{which} shares memory with '{name}', and the schema does not say so: {storage}",
+                    "torch.compile takes an output it is not told aliases an input for new memory: a write through "
+                    f"one is not seen through the other, so compiled results can differ from eager (notebook "
+                    f"{notebook_about('aliasing').number})",
+                    "return a copy (e.g. result.clone()): torch.compile refuses a custom op whose output is declared "
+                    "a view of an input ('(Tensor(a) x) -> Tensor(a)'); only an op that writes an input and returns "
+                    "it may declare that (tags=torch.Tag.inplace, or Tag.out for an out= argument; torch >= 2.13)"))
+                break   # one finding per output
     return findings
 
 
@@ -402,7 +431,8 @@ def _compile_findings(overload, call: _Call) -> list[Finding]:
     for backend, dynamic in COMPILE_MODES:
         report = compile_and_compare(discards_result, *values, backend=backend, dynamic=dynamic)
         label = f"{backend}, dynamic={dynamic}"
-        held.append(report.ok and bool(report.fate(qualname)["dynamo"]))
+        if report.ok:
+            held.append((label, bool(report.fate(qualname)["dynamo"])))
         if report.error is not None:
             problem = f"torch.compile raised {report.error.type_name}: {report.error.message}"
             failures.setdefault(problem, []).append(label)
@@ -412,18 +442,24 @@ def _compile_findings(overload, call: _Call) -> list[Finding]:
             failures.setdefault(problem, []).append(label)
     found = [Finding(COMPILE, f"{problem} ({' / '.join(labels)})",
                      "this is what a user of the op would see under torch.compile",
-                     _ALIAS_RETURN_FIX if re.search(MESSAGE_ADVICE[0][0], problem) else
+                     _alias_annotation_advice(overload)[1] if re.search(MESSAGE_ADVICE[0][0], problem) else
                      "fix the declaration findings; a compile error usually means a missing or wrong fake kernel",
                      detail=details.get(problem, ""))
              for problem, labels in failures.items()]
     torch_own = qualname.partition("::")[0] in TORCH_OP_NAMESPACES
-    if not failures and not any(held) and not torch_own:   # torch's own ops are not counted by name
-        found.append(Finding(NOTE, GRAPH_BREAK_NOTE, "", "compile with fullgraph=True to see why"))
+    broke = [label for label, kept in held if not kept]
+    if not failures and broke and not torch_own:   # torch's own ops are not counted by name
+        note = GRAPH_BREAK_NOTE if len(broke) == len(COMPILE_MODES) else GRAPH_BREAK_SOME.format(
+            k=len(broke), n=len(COMPILE_MODES), runs=" / ".join(broke))
+        found.append(Finding(NOTE, note, "", "compile with fullgraph=True to see why"))
     return found
 
 
 GRAPH_BREAK_NOTE = ("the op under torch.compile: Dynamo ran it eagerly at a graph break in every compiled run, so "
                     "the compile checks saw nothing of it")
+GRAPH_BREAK_SOME = ("the op under torch.compile: Dynamo ran it eagerly at a graph break in {k} of the {n} compiled "
+                    "runs ({runs}), so those saw nothing of it")
+_SOME_BROKE = re.compile(GRAPH_BREAK_SOME.split("{k}")[0] + r"(\d+) of")
 
 
 # What the written argument is in the compiled function when audit calls the op the way pytorch #198031 breaks it:
@@ -608,21 +644,22 @@ def _with_distinct(values: tuple, index: int) -> tuple:
 _ERROR_DETAIL = re.compile(r"^(torch\.compile raised \w+): .*( \([^()]*dynamic=[^()]*\))$", re.S)
 
 
-def _with_compiled_consequence(findings: list[Finding], compile_ran: bool, op_compiled: bool = True) -> list[Finding]:
+def _with_compiled_consequence(findings: list[Finding], compile_ran: bool, broke: int = 0) -> list[Finding]:
     """Each finding of a check that asks for it (``Check.told_compiled``), told what the compiled runs of this
-    audit did: the compile check's findings, or that they agreed with eager, or (``op_compiled`` false: Dynamo ran
-    the op eagerly at a graph break in every run) that none of them compiled it."""
+    audit did: the compile check's findings, or that they agreed with eager (``broke``: in how many of them Dynamo
+    ran the op eagerly at a graph break; in all of them, none compiled it)."""
     every_mode = " (" + " / ".join(f"{backend}, dynamic={dynamic}" for backend, dynamic in COMPILE_MODES) + ")"
     in_all = f" (in all {len(COMPILE_MODES)} compiled runs)"
     seen = [_ERROR_DETAIL.sub(r"\1\2", f.problem).replace(every_mode, in_all) for f in findings
             if kind_of(f) == COMPILE]
     if seen:
         consequence = "; ".join(seen)
-    elif compile_ran and not op_compiled:
+    elif compile_ran and broke == len(COMPILE_MODES):
         consequence = (f"not seen: in all {len(COMPILE_MODES)} compiled runs Dynamo ran the op eagerly at a graph "
                        "break, so none of them compiled it")
     elif compile_ran:
         consequence = f"not on this program: the {len(COMPILE_MODES)} compiled runs agreed with eager on these inputs"
+        consequence += f" (in {broke} of them Dynamo ran the op eagerly at a graph break)" if broke else ""
     else:
         return findings
     told = {check.kind for check in CHECKS if check.told_compiled}
@@ -713,8 +750,7 @@ class Check:
 
 CHECKS = (
     Check(DECLARATION, _declaration_findings, told_compiled=True),
-    # an op that fails eagerly returns nothing to compare
-    Check(MEMORY, _shared_memory_findings, stop_if=(EAGER,)),
+    Check(MEMORY, _shared_memory_findings),   # after an eager failure it cannot run, and says nothing
     Check(OPCHECK, _opcheck_findings, told_compiled=True),
     # nothing compiled can run on an op that fails eagerly (opcheck has said what else is wrong)
     Check(COMPILE, _compile_findings, stop_if=(EAGER,)),
@@ -767,9 +803,11 @@ def audit(op, /, *sample_args, **sample_kwargs) -> AuditReport:
             eager = " ".join(f.problem for f in findings if kind_of(f) == EAGER)
             findings += _not_repeating(_run_check(check, overload, call), eager)
     notes = "".join(f"{note.problem} ({note.fix}); " for note in findings if kind_of(note) == NOTE)
-    broke = any(kind_of(f) == NOTE and f.problem == GRAPH_BREAK_NOTE for f in findings)
+    broke = max([len(COMPILE_MODES) for f in findings if kind_of(f) == NOTE and f.problem == GRAPH_BREAK_NOTE]
+                + [int(m.group(1)) for f in findings if kind_of(f) == NOTE and (m := _SOME_BROKE.match(f.problem))]
+                + [0])
     findings = _first_not_told_of_above(_with_compiled_consequence(
-        [f for f in findings if kind_of(f) != NOTE], compile_ran=COMPILE in run, op_compiled=not broke))
+        [f for f in findings if kind_of(f) != NOTE], compile_ran=COMPILE in run, broke=broke))
     return AuditReport(internals.qualname_of(overload), internals.schema_of(overload), findings, run,
                        notes + CANNOT_SEE, time.perf_counter() - start)
 

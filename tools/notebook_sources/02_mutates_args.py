@@ -229,14 +229,42 @@ assert "must not also be an input" in results["returns its input"].eager_error.m
     "torch's message: a returned tensor must not also be an input"
 assert outcome["no fake kernel"] == "error when compiling (missing_fake)", "without a fake kernel the compile stops"
 
+# %% tags=["check"]
+#@title Check: which ops compile without a fake kernel, and which may return a written argument
+@torch.library.custom_op("nb02::count", mutates_args=())   # no register_fake: an int from the data
+def count(x: torch.Tensor) -> int:
+    return int((x > 0).sum())
+
+count_error = labkit.compile_and_compare(lambda x: x * count(x), torch.ones(3), fullgraph=True).error
+assert count_error.kind == "missing_fake", "an op returning an int needs a fake kernel too"
+returns_nothing = labkit.declare(name="nb02::no_fake_bump", writes=("x",), mutates_args=("x",), returns="none",
+                                 fake=False)
+assert labkit.compile_and_compare(labkit.experiments.uses_result(returns_nothing), torch.ones(3)).verdict.agree, \
+    "an op that writes an argument and returns nothing compiles without a fake kernel"
+
+# %% tags=["check"]
+#@title Check, continued: ops tagged Tag.inplace or Tag.out need no fake kernel, and may return x or out
+if hasattr(torch.Tag, "out"):              # torch >= 2.13: tagged ops need no fake kernel, and may return x or out
+    inplace = labkit.declare(name="nb02::no_fake_inplace", writes=("x",), mutates_args=("x",), returns="input",
+                             fake=False, tags=("inplace",))
+    assert labkit.compile_and_compare(lambda x: inplace(x) * 2, torch.ones(3)).verdict.agree, "Tag.inplace"
+
+    @torch.library.custom_op("nb02::scale_out", mutates_args={"out"}, tags=(torch.Tag.out,))
+    def scale_out(x: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
+        return torch.mul(x, 2, out=out)                       # returns the written out= argument
+
+    assert labkit.compile_and_compare(lambda x: scale_out(x, out=torch.empty_like(x)) + 1,
+                                      torch.ones(3)).verdict.agree, "Tag.out: returns out, compiles without a fake"
+
 # %% [markdown]
 # - **Undeclared mutation**: the worst, no error and a different answer. This op returns nothing, so its call
 #   is dead code and is removed (as in 00). §8 shows the other way it goes wrong.
-# - **Returning an input**: refused in eager already (legal only with `Tag.inplace`, §5).
-# - **No fake kernel**: the compile stops (01).
+# - **Returning an input**: refused in eager already (legal with `Tag.inplace`, §5, or `out=` with `Tag.out`, 09).
+# - **No fake kernel**: the compile stops (01) when the op returns a tensor or an `int`; torch supplies one for an
+#   op that writes an argument and returns nothing, and for ops tagged `Tag.inplace` or `Tag.out`.
 # - **Over-declared**: correct here, but not free. Next (and §4 for a program where a claimed write goes wrong).
 #
-# ## 7. Over-declared: correct, but the call can no longer be removed
+# ## 7. Over-declared: correct, but a call on your input can no longer be removed
 #
 # The same op declared pure, then over-declared, in a program that throws its result away:
 
@@ -258,9 +286,17 @@ assert any(n.target == "copy_.default" for n in over_report.aot_graphs[0].nodes)
 assert pure_report.verdict.agree, "declared pure: compiled == eager"
 assert over_report.verdict.agree, "over-declared: compiled == eager"
 
+def over_on_a_temporary(x):
+    over(x * 2)                                     # its "write" lands in a temporary nobody reads
+    return x + 1
+
+temporary = labkit.compile_and_compare(over_on_a_temporary, torch.ones(3), backend="inductor")
+assert temporary.compiled_calls["nb02::over"] == 0, "over-declared, on a dead temporary: the call is removed"
+
 # %% [markdown]
 # The over-declared op runs although nothing uses it, and drags functionalization along (`auto_functionalized_v2`,
-# a `copy_` back) for a write that never happens: a kernel call that dead-code elimination would have removed.
+# a `copy_` back) for a write that never happens: a kernel call that dead-code elimination would have removed. (On
+# a temporary nobody reads afterwards, its "write" is dead too, and the call goes.)
 #
 # ## 8. An undeclared write whose result *is* used
 #
@@ -366,7 +402,7 @@ assert table["no fake kernel"]["test_faketensor"].startswith("FAIL: There was no
 assert set(table["correct"].values()) == {"ok"}, "a correct declaration passes every test"
 
 # %% [markdown]
-# `test_aot_dispatch_dynamic` compares outputs, not inputs, so an undeclared write passes it. `opcheck` cannot
+# An undeclared write passes `test_aot_dispatch_dynamic` (above). `opcheck` cannot
 # know that a declared write never happens, nor that a "pure" op appends to a list: those are yours to get right
 # (05 keeps an op with a real side effect alive; `labkit.audit`, in 06, flags over-declarations).
 #
@@ -515,9 +551,9 @@ assert any("torch.ops.aten.copy_.default(arg0_1" in line for line in aot_lines),
 #   when other code still needs the old value.
 # - **Undeclared** write: silently wrong, two ways: the call is removed as dead code (result unused), or other
 #   code is fused across it and reads the wrong value (result used). **Over-declared** (`"unknown"` too): the
-#   call is kept; right in §6-§7, but a clone of a written argument passed in an over-declared place came back
-#   wrong before torch 2.15 (§4). **Returning an input**: an eager error, unless tagged `Tag.inplace`. **No fake
-#   kernel**: a compile error.
+#   call on your input is kept; right in §6-§7, but a clone of a written argument passed in an over-declared place
+#   came back wrong before torch 2.15 (§4). **Returning an input**: an eager error, unless tagged `Tag.inplace` (or
+#   `Tag.out`, 09). **No fake kernel**: a compile error, unless the op writes and returns nothing, or is tagged.
 # - Run `torch.library.opcheck`: its `test_schema` catches undeclared writes. It does not catch
 #   over-declarations or hidden Python side effects.
 #

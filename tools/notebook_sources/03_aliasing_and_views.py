@@ -1,14 +1,14 @@
 # %% [markdown]
 # # 03 · Aliasing and views: a mutating op on a slice, and the no-alias rule
 #
-# A slice is not a copy: write into `x[1:3]` and `x` changes. The compiler has to know, exactly, which tensors
-# share memory, and when it gets that wrong a correctly declared op computes the wrong answer.
+# A slice is not a copy: write into `x[1:3]` and `x` changes. The compiler must know exactly which tensors share
+# memory; when it gets that wrong, a correctly declared op computes a wrong answer.
 #
 # **What you will learn**
 # - how a mutating op applied to a *view* is compiled: through its base, with a copy back;
 # - why a custom op's outputs may not alias its inputs, and where torch checks it;
 # - when `x.add_(1); return x` is a valid mutating custom op, and where Inductor still gets it wrong;
-# - a case where Inductor hands a correctly declared op one buffer twice, and the kernel-side guard that helps.
+# - when Inductor hands a correctly declared op one buffer twice, and the guard that helps.
 #
 # **Time:** about 25 minutes. **Before:** 02 · `mutates_args`.
 
@@ -117,7 +117,8 @@ assert "Found a custom (non-ATen) operator whose output has alias annotations" i
 
 # %% [markdown]
 # Ops registered with the lower-level `torch.library.Library.define` get no eager check: AOTAutograd checks
-# their outputs the first time the compiled code runs, and **warns** or **raises**, depending on
+# their outputs when its compiled code first runs (`backend="eager"` has no AOTAutograd), and **warns** or **raises**,
+# depending on
 # `torch._functorch.config.error_on_custom_op_aliasing` (its default follows the `CI` variable):
 
 # %%
@@ -145,6 +146,11 @@ assert outcomes == {False: "warned", True: "raised"}, \
 if "TORCHINDUCTOR_ERROR_ON_CUSTOM_OP_ALIASING" not in os.environ:
     assert torch._functorch.config.error_on_custom_op_aliasing == bool(os.getenv("CI")), \
         "torch's default for error_on_custom_op_aliasing follows the CI variable"
+with labkit.checks.aliasing_check_raises(True), warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    no_aot = labkit.compile_and_compare(lambda x: torch.ops.nb03lib.same(x) + 1, torch.ones(2), backend="eager")
+assert no_aot.error is None, "backend='eager' skips AOTAutograd, and its check: no error even set to raise"
+assert not any("may not alias" in str(w.message) for w in caught), "nor a warning"
 del lib     # the Library is freed
 
 # %% [markdown]
@@ -176,6 +182,22 @@ with warnings.catch_warnings(record=True) as caught:
 assert not any("alias" in str(w.message) for w in caught), "compiled: no aliasing warning either"
 shared = labkit.audit(via_numpy, torch.zeros(3))
 assert [f.check for f in shared.findings] == ["memory"], "labkit.audit compares memory: it finds the shared bytes"
+
+# %% tags=["check"]
+#@title Check, continued: a DLPack round trip is missed the same way; a copy shares nothing
+via_dlpack = torch.library.custom_op("nb03::via_dlpack", lambda x: torch.from_dlpack(torch.utils.dlpack.to_dlpack(x)),
+                                     mutates_args=(), schema="(Tensor x) -> Tensor")
+via_dlpack.register_fake(lambda x: torch.empty_like(x))
+assert via_dlpack(x).data_ptr() == x.data_ptr(), "a DLPack round trip: x's memory, and custom_op's check passes it"
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    dlpack_x = torch.zeros(3)
+    torch.compile(lambda x: via_dlpack(x).add_(1), backend="aot_eager")(dlpack_x)
+assert dlpack_x.tolist() == [0.0, 0.0, 0.0], "compiled, its write misses x too"
+assert not any("alias" in str(w.message) for w in caught), "with no warning"
+copied = torch.from_numpy(x.numpy().copy())
+assert copied.data_ptr() != x.data_ptr(), "the fix, a copy: other memory"
+assert torch.equal(copied, x), "and x's values"
 
 # %% [markdown]
 # ## 3. "`x.add_(1); return x` is a valid mutating custom op"
@@ -297,6 +319,7 @@ inductor_code = labkit.render.stage_code(clone_report)["inductor"]
 if labkit.env.torch_version() < (2, 15):    # observed on 2.11, 2.13 and 2.14.1
     assert "torch.ops.nb03.reverse_into.default(arg0_1, arg0_1)" in inductor_code, \
         "torch fixed #198031 (the op no longer gets one buffer twice): update this lesson"
+    assert "clone" not in labkit.render.inductor_call(inductor_code), "the mechanism: no clone left in the code"
     assert not clone_report.verdict.agree, "torch fixed #198031 (compiled == eager now): update this lesson"
 else:                                        # 2.15.0 keeps a clone of a graph input the graph writes
     assert clone_report.verdict.agree, "2.15.0: compiled == eager"
@@ -416,8 +439,8 @@ assert any("torch.ops.aten.copy_.default(arg0_1" in line for line in aot_lines),
 # - A mutating op on a view is compiled through its **base** and written back with `copy_`; Inductor then runs it
 #   on a view of your tensor.
 # - Outputs may not secretly alias inputs. `custom_op` refuses in eager with its inferred schema; an explicit
-#   alias annotation passes eagerly and is refused by `torch.compile`; `Library.define` ops are checked when the
-#   compiled code first runs. Those checks compare storages: `x`'s memory in a new storage passes (§2).
+#   alias annotation passes eagerly and is refused by `torch.compile`; `Library.define` ops are checked when code
+#   compiled through AOTAutograd first runs. Both compare storages: `x`'s memory in a new storage passes (§2).
 # - Return nothing, a clone, or, tagged `Tag.inplace`, the input itself (untagged, `x.add_(1); return x` fails
 #   in eager). Tagged, on a slice cut inside the compiled function, Inductor wrote into `x` (§3).
 # - A correct declaration is not always enough: a kernel that reads one input while it writes another should

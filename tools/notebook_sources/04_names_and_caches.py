@@ -90,7 +90,7 @@ assert not hasattr(torch.ops.nb04nlow, "bar"), "once the Library is destroyed, t
 # `torch.compiler.config.cache_key_tag`. The graph text names `nb04n::fix`, not its schema. So: declare an op
 # wrongly (pure, though it writes `x`), compile, fix the declaration, compile again, in plain torch
 # (`labkit.cache.using("default")` turns labkit's fix off and gives a fresh cache directory). This is a known torch
-# bug, the one this lab grew from: stale artifacts after a changed `mutates_args` (its issue: Further reading).
+# bug, one of the two this lab grew from: stale artifacts after a changed `mutates_args` (its issue: Further reading).
 
 # %%
 def declare_fix(mutating):
@@ -130,8 +130,8 @@ assert hits == {"fxgraph_hit": 1, "aot_hit": 1}, (
     f"(torch {torch.__version__}). This lesson needs updating.")
 
 # %% [markdown]
-# The fix did nothing: the caches served the artifact built for the pure declaration, call removed. The bug is
-# open upstream (Further reading); the check above tells you when a torch release changes it.
+# The fix did nothing: the caches served the artifact built for the pure declaration, call removed. It reproduces
+# on every release this lab ran (Further reading); the check above tells you when a torch release changes it.
 #
 # The same happens **across processes** that share a cache directory (`TORCHINDUCTOR_CACHE_DIR`, or torch's
 # default). `labkit.cache_demo.run_together` runs one process per declaration: process 2 shares process 1's

@@ -232,7 +232,8 @@ assert hidden_fate["ran"] is False, "a side effect in the op's Python body does 
 # ## 3. Static and dynamic shapes
 #
 # `torch.compile` specialises a graph to the shapes it saw, and recompiles when they change — unless it uses
-# *symbolic* sizes. `dynamic=False`: one graph per new shape; `dynamic=True`: symbolic from the start;
+# *symbolic* sizes. `dynamic=False`: one graph per new shape; `dynamic=True`: symbolic from the start (a size of 0
+# or 1 still gets a graph of its own);
 # `dynamic=None` (the default): static first, then, when a size changes, one recompile with that size symbolic.
 
 # %%
@@ -253,6 +254,9 @@ assert graphs[None].dynamo_graphs[1].input_shapes[-1].startswith("[s"), \
     "dynamic=None: the second graph's size is symbolic"
 assert not any(report.fate("nb05::pure")["ran"] for report in graphs.values()), \
     "the unused op is removed under every mode"
+small = labkit.compile_and_compare(result_unused(pure), calls=[(torch.ones(n, device=device),) for n in (1, 2, 3, 0)],
+                                   backend="aot_eager", dynamic=True)
+assert small.graphs_per_call == [1, 1, 0, 1], "dynamic=True: sizes 1 and 0 are specialised, each its own graph"
 
 # %% [markdown]
 # A symbolic size prints as `s` and a number, e.g. `[s77]`: a name torch picks, not a value. (`mark_dynamic`,
@@ -267,7 +271,8 @@ assert not any(report.fate("nb05::pure")["ran"] for report in graphs.values()), 
 # ops did on an H200.)
 
 # %%
-symbolic = labkit.compile_and_compare(result_unused(pure), calls=shapes, backend="inductor", dynamic=True)
+cpu_shapes = [(torch.ones(n),) for n in (4, 6, 8)]              # on the CPU, whatever device this notebook uses
+symbolic = labkit.compile_and_compare(result_unused(pure), calls=cpu_shapes, backend="inductor", dynamic=True)
 print(symbolic.graphs_per_call, symbolic.fate("nb05::pure"))
 
 # %% tags=["check"]
@@ -564,7 +569,8 @@ assert labkit.exercises.wrong_keys({"a": "gone", "b": "runs", "c": "runs", "d": 
 #   returns; `has_side_effect` makes the op's node impure. Python side effects, dead temporaries and (by default)
 #   random ops are removed.
 # - `dynamic=False/True/None` decides how often you compile and whether sizes are symbolic.
-# - A data-dependent op (`new_dynamic_size()`) graph-breaks and runs eagerly under `fullgraph=False`; under
+# - With default settings, a data-dependent op (`new_dynamic_size()`) graph-breaks and runs eagerly under
+#   `fullgraph=False` (07 shows the settings that change it); under
 #   `fullgraph=True` it is captured, and an unused one is kept by its `_assert_scalar`.
 #
 # ## Questions

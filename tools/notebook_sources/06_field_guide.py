@@ -45,7 +45,8 @@ assert any(f.fix == "add 'x' to mutates_args" for f in report.findings), \
     "one finding's fix says: add 'x' to mutates_args"
 
 # %% [markdown]
-# **☐ Every op that returns a tensor (or returns nothing and writes nothing) has a fake kernel.**
+# **☐ Every op that returns a tensor or an `int` (or returns nothing and writes nothing) has a fake kernel.** torch
+# supplies one for an op that writes an argument and returns nothing, or is tagged `Tag.inplace` or `Tag.out` (02).
 
 # %%
 no_fake = labkit.declare(name="nb06::no_fake", returns="fresh", fake=False)
@@ -57,8 +58,16 @@ print([f.check for f in missing.findings])
 assert "opcheck:test_faketensor" in [f.check for f in missing.findings], \
     "opcheck's test_faketensor finds the missing fake kernel"
 
+@torch.library.custom_op("nb06::count_no_fake", mutates_args=())
+def count_no_fake(x: torch.Tensor) -> int:
+    return int((x > 0).sum())
+
+assert labkit.compile_and_compare(lambda x: x * count_no_fake(x), torch.ones(3), fullgraph=True).error.kind == \
+    "missing_fake", "an op returning an int needs a fake kernel too"
+
 # %% [markdown]
-# **☐ No output is an input or a view of one** (unless tagged `torch.Tag.inplace`, notebook 02).
+# **☐ No output is an input, a view of one, or its memory in a new storage** (an input may come back from an op
+# tagged `Tag.inplace`, or an `out=` argument from one tagged `Tag.out`: notebooks 02, 03, 09).
 
 # %%
 returns_input = labkit.declare(name="nb06::returns_input", writes=("x",), mutates_args=("x",), returns="input")

@@ -592,7 +592,8 @@ assert labkit.exercises.wrong_keys({"a": "crash", "b": "ok", "c": "ok", "d": "er
 # - A data-dependent output size is **unbacked** (`u0`): no value at compile time, so no guards; what torch
 #   assumes about it (`>= min`, `<= max`) is checked by `_assert_scalar` in the graph. Assert your bounds in the
 #   kernel too: `opcheck` does not check them.
-# - `fullgraph=False`: the graph breaks at the op, which runs eagerly. `fullgraph=True`: the op is captured (kept
+# - `fullgraph=False`, with default settings: the graph breaks at the op, which runs eagerly
+#   (`capture_dynamic_output_shape_ops=True` keeps it in the graph). `fullgraph=True`: the op is captured (kept
 #   even unused), and a Python branch on its size fails to compile: use `torch._check` or `torch.cond`.
 # - In a schema you write, `int` means one graph per value, even with `dynamic=True`: write `SymInt`.
 # - `mark_unbacked` avoids the 0/1 recompiles of `mark_dynamic`, at section 3's price.

@@ -124,11 +124,14 @@ for name, row in checks.items():
     print(f"{name:<14}", " · ".join(f"{test}: {'ok' if v == 'ok' else 'FAIL'}" for test, v in row.items()))
 
 # %% tags=["check"]
-#@title Check: a wrong formula passes opcheck and fails gradcheck; a missing one fails both
+#@title Check: a formula with wrong values passes opcheck and fails gradcheck; a wrong shape, a missing one fail
 assert set(checks["right formula"].values()) == {"ok"}, "the right formula passes opcheck and gradcheck"
 assert set(checks["wrong formula"].values()) - {checks["wrong formula"]["gradcheck"]} == {"ok"}, \
     "the wrong formula passes every opcheck test"
 assert checks["wrong formula"]["gradcheck"].startswith("FAIL: Jacobian mismatch"), "gradcheck catches the wrong formula"
+wrong_shape = silu_op("wrong_shape", lambda ctx, grad: (grad * torch.sigmoid(ctx.saved_tensors[0])).sum())
+assert labkit.checks.opcheck(wrong_shape, (x64,))["test_aot_dispatch_dynamic"].startswith("FAIL"), \
+    "a formula whose gradient has the wrong shape fails test_aot_dispatch_dynamic"
 assert checks["no formula"]["test_aot_dispatch_dynamic"].startswith("FAIL"), \
     "a missing formula fails opcheck's test_aot_dispatch_dynamic"
 assert checks["no formula"]["test_autograd_registration"] == "ok", \
@@ -137,8 +140,9 @@ assert checks["no formula"]["gradcheck"].startswith("FAIL: Trying to backward th
     "gradcheck catches a missing formula"
 
 # %% [markdown]
-# A **wrong formula passes every `opcheck` test**: `test_aot_dispatch_dynamic` compares eager with compiled, and
-# both use *your* formula; only `gradcheck` compares it with the math. A **missing formula** fails both.
+# A formula with **wrong values passes every `opcheck` test**: `test_aot_dispatch_dynamic` compares eager with
+# compiled, and both use *your* formula; only `gradcheck` compares it with the math (a gradient of the wrong *shape*
+# does fail that test). A **missing formula** fails both.
 # (`test_autograd_registration` passes even then: `custom_op` always registers an autograd kernel, the one that
 # raised in section 1.) Run both checks on every differentiable op.
 #

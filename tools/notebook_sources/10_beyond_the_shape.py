@@ -770,7 +770,8 @@ with contextlib.redirect_stdout(io.StringIO()):
 # ## What to remember
 #
 # - `Library.define` is `custom_op` without its checks (gradient, aliasing, `pt2_compliant_tag`), and cheaper.
-# - A fake promises shape, dtype **and** strides; `opcheck` checks all three. Under Inductor wrong strides
+# - A fake promises shape, dtype **and** strides; `opcheck` checks all three from torch 2.13 (before, it passes
+#   wrong CPU strides: §3). Under Inductor wrong strides
 #   raise; a wrong dtype can be a silently wrong number.
 # - The default layout constraint hands your kernel eager's strides; `.contiguous()` inside also covers callers.
 # - Under autocast a custom op is not cast; `register_autocast` casts its float32 inputs (not float64).

@@ -106,7 +106,8 @@ assert "nb11.add_into.default" not in lowered, "no bare mutating call is left"
 
 # %% [markdown]
 # It exported without a fake kernel: an op that returns nothing and mutates an argument gets a trivial one from
-# torch (notebook 01's rule). Any other op needs yours, for export as for `torch.compile`:
+# torch (notebook 01's rule; under `torch.compile`, ops tagged `Tag.inplace` or `Tag.out` too). An op that returns a
+# tensor needs yours, for export as for `torch.compile` (where an `int`-returning one does too):
 
 # %%
 @torch.library.custom_op("nb11::no_fake", mutates_args=())
