@@ -278,8 +278,8 @@ def _declaration_findings(overload, call: _Call) -> list[Finding]:
         findings.append(Finding(
             DECLARATION, f"'{name}' is declared as mutated, and neither this call nor one with other values "
             f"in '{name}' changed it",
-            "if the kernel never writes it, the declaration costs: a call on an input can no longer be removed "
-            "(one on a temporary nobody reads still is) and carries "
+            "if the kernel never writes it, the declaration costs: a call on an input of the compiled function can "
+            "no longer be removed (one on a temporary nothing reads afterwards still is) and carries "
             "functionalization (auto_functionalized + copy_) for nothing",
             f"keep '{name}' declared if any input makes the kernel write it (a write of equal values is a write: "
             "dropping the declaration then gives silently wrong results); drop it only if it is never written"))

@@ -178,7 +178,7 @@ assert fullgraph.error is not None, "nb01lib, fullgraph=True: no fake kernel, no
 #
 # **A surprise:** an op that returns *nothing* and mutates nothing needs a fake kernel too. One that returns
 # nothing but mutates an argument gets one automatically: no output, and the mutated tensor keeps its shape. (So
-# do ops tagged `Tag.inplace` or `Tag.out`, notebook 02; one returning an `int` needs yours.)
+# do ops tagged `Tag.inplace` or `Tag.out`, torch ≥ 2.13, notebook 02; one returning an `int` needs yours.)
 # (`labkit.declare` is the lab's short spelling of `custom_op`; `fake=False` registers no fake kernel.)
 
 # %%
@@ -191,7 +191,8 @@ print("pure op returning None, no fake:    ", pure_none.error.kind if pure_none.
 print("mutating op returning None, no fake:", mutating_none.error.kind if mutating_none.error else "compiles")
 
 # %% tags=["check"]
-#@title Check: the pure op returning None needs a fake kernel; the mutating one compiles without
+#@title Check: the pure op returning None needs a fake kernel, as does one returning an int; the mutating one, and a
+# tagged one, compile without
 assert pure_none.error is not None, "a pure op returning None, without a fake kernel, does not compile"
 assert pure_none.error.kind == "missing_fake", "the pure op returning None fails for want of a fake impl"
 assert mutating_none.error is None, "a mutating op returning None compiles without a fake kernel"
@@ -201,7 +202,7 @@ assert mutating_none.verdict.agree, "the mutating op returning None, compiled, a
 def count_positives(x: torch.Tensor) -> int:
     return int((x > 0).sum())
 
-int_error = labkit.compile_and_compare(lambda x: x * count_positives(x), torch.ones(2), fullgraph=True).error
+int_error = labkit.compile_and_compare(lambda x: x * count_positives(x), torch.ones(2)).error
 assert int_error.kind == "missing_fake", "an op returning an int needs a fake kernel"
 if hasattr(torch.Tag, "inplace"):          # torch >= 2.13
     tagged = labkit.declare(name="nb01::bump_tagged", writes=("x",), mutates_args=("x",), returns="input",
@@ -468,7 +469,7 @@ assert "torch.ops.aten.addmm.default" in aot_text, "torch's own AOTAutograd grap
 # - `torch.library.custom_op("ns::name", mutates_args=...)` registers an opaque op; `opcheck` tests it.
 # - The compiler traces with **fake tensors** and asks your fake kernel, at every stage. An op that returns a
 #   tensor or an `int`, or returns nothing and mutates nothing, needs `register_fake`; torch supplies one for an op
-#   that mutates and returns nothing, or is tagged `Tag.inplace` or `Tag.out`.
+#   that declares a write and returns nothing, or (torch ≥ 2.13) is tagged `Tag.inplace` or `Tag.out`.
 # - Dynamo records your Python as a graph; AOTAutograd lowers it to functional ATen ops and removes dead code;
 #   Inductor generates code and calls your op as a fallback.
 # - `TORCH_TRACE` + `tlparse` show every stage of every compile in your own program.

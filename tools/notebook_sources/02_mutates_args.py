@@ -235,7 +235,7 @@ assert outcome["no fake kernel"] == "error when compiling (missing_fake)", "with
 def count(x: torch.Tensor) -> int:
     return int((x > 0).sum())
 
-count_error = labkit.compile_and_compare(lambda x: x * count(x), torch.ones(3), fullgraph=True).error
+count_error = labkit.compile_and_compare(lambda x: x * count(x), torch.ones(3)).error
 assert count_error.kind == "missing_fake", "an op returning an int needs a fake kernel too"
 returns_nothing = labkit.declare(name="nb02::no_fake_bump", writes=("x",), mutates_args=("x",), returns="none",
                                  fake=False)
@@ -255,13 +255,15 @@ if hasattr(torch.Tag, "out"):              # torch >= 2.13: tagged ops need no f
 
     assert labkit.compile_and_compare(lambda x: scale_out(x, out=torch.empty_like(x)) + 1,
                                       torch.ones(3)).verdict.agree, "Tag.out: returns out, compiles without a fake"
+else:                                      # observed on 2.11.0 and 2.12.1
+    assert not hasattr(torch.Tag, "inplace"), "before 2.13 torch has neither tag"
 
 # %% [markdown]
 # - **Undeclared mutation**: the worst, no error and a different answer. This op returns nothing, so its call
 #   is dead code and is removed (as in 00). §8 shows the other way it goes wrong.
 # - **Returning an input**: refused in eager already (legal with `Tag.inplace`, §5, or `out=` with `Tag.out`, 09).
 # - **No fake kernel**: the compile stops (01) when the op returns a tensor or an `int`; torch supplies one for an
-#   op that writes an argument and returns nothing, and for ops tagged `Tag.inplace` or `Tag.out`.
+#   op that declares a write (`mutates_args`) and returns nothing, and for ops tagged `Tag.inplace` or `Tag.out`.
 # - **Over-declared**: correct here, but not free. Next (and §4 for a program where a claimed write goes wrong).
 #
 # ## 7. Over-declared: correct, but a call on your input can no longer be removed
@@ -296,7 +298,7 @@ assert temporary.compiled_calls["nb02::over"] == 0, "over-declared, on a dead te
 # %% [markdown]
 # The over-declared op runs although nothing uses it, and drags functionalization along (`auto_functionalized_v2`,
 # a `copy_` back) for a write that never happens: a kernel call that dead-code elimination would have removed. (On
-# a temporary nobody reads afterwards, its "write" is dead too, and the call goes.)
+# a temporary nobody reads afterwards, its "write" is dead too, and the call is removed.)
 #
 # ## 8. An undeclared write whose result *is* used
 #
@@ -466,7 +468,7 @@ check_predictions(my_predictions)
 #@title Solution (open it once you have tried)
 # The removal happens in AOTAutograd, so aot_eager is silently wrong too. The reordering that broke read_then_bump
 # was Inductor's fusion: aot_eager runs x * 2 before the op, as written, and happens to be right. An over-declaration
-# is correct on every backend; a missing fake kernel stops any compile.
+# is correct on every backend; the tensor-returning op without a fake kernel stops the compile.
 import contextlib
 import io
 
@@ -553,7 +555,8 @@ assert any("torch.ops.aten.copy_.default(arg0_1" in line for line in aot_lines),
 #   code is fused across it and reads the wrong value (result used). **Over-declared** (`"unknown"` too): the
 #   call on your input is kept; right in §6-§7, but a clone of a written argument passed in an over-declared place
 #   came back wrong before torch 2.15 (§4). **Returning an input**: an eager error, unless tagged `Tag.inplace` (or
-#   `Tag.out`, 09). **No fake kernel**: a compile error, unless the op writes and returns nothing, or is tagged.
+#   `Tag.out`, 09). **No fake kernel**: a compile error, unless the op declares a write and returns nothing, or
+#   is tagged `Tag.inplace` or `Tag.out`.
 # - Run `torch.library.opcheck`: its `test_schema` catches undeclared writes. It does not catch
 #   over-declarations or hidden Python side effects.
 #
@@ -562,7 +565,7 @@ assert any("torch.ops.aten.copy_.default(arg0_1" in line for line in aot_lines),
 # 1. Why does AOTAutograd turn a mutating op into a functional `auto_functionalized_v2` node plus a `copy_`?
 # 2. Why was `read_then_bump` right on `aot_eager` and wrong on Inductor, with the same graph?
 # 3. Why did the truthful `bump_and_sum_declared` cost a clone, while `bump` in §3 did not?
-# 4. Why can `test_aot_dispatch_dynamic` pass for an op that writes an input it did not declare?
+# 4. Which `opcheck` test catches an op that writes an input it did not declare, and which pass it?
 # 5. Why was over-declaring correct in §7 but not free, and what made `"unknown"` wrong in §4?
 #
 # ## Further reading

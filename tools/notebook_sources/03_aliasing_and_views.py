@@ -117,7 +117,8 @@ assert "Found a custom (non-ATen) operator whose output has alias annotations" i
 
 # %% [markdown]
 # Ops registered with the lower-level `torch.library.Library.define` get no eager check: AOTAutograd checks
-# their outputs when its compiled code first runs (`backend="eager"` has no AOTAutograd), and **warns** or **raises**,
+# their outputs when its compiled code first runs (`aot_eager` here; `backend="eager"` skips it), and **warns** or
+# **raises**,
 # depending on
 # `torch._functorch.config.error_on_custom_op_aliasing` (its default follows the `CI` variable):
 
@@ -440,7 +441,8 @@ assert any("torch.ops.aten.copy_.default(arg0_1" in line for line in aot_lines),
 #   on a view of your tensor.
 # - Outputs may not secretly alias inputs. `custom_op` refuses in eager with its inferred schema; an explicit
 #   alias annotation passes eagerly and is refused by `torch.compile`; `Library.define` ops are checked when code
-#   compiled through AOTAutograd first runs. Both compare storages: `x`'s memory in a new storage passes (§2).
+#   compiled through AOTAutograd first runs. Those two checks compare storages: `x`'s memory in a new storage passes
+#   (§2).
 # - Return nothing, a clone, or, tagged `Tag.inplace`, the input itself (untagged, `x.add_(1); return x` fails
 #   in eager). Tagged, on a slice cut inside the compiled function, Inductor wrote into `x` (§3).
 # - A correct declaration is not always enough: a kernel that reads one input while it writes another should

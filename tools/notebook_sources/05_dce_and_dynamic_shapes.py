@@ -8,7 +8,8 @@
 # - *where* `torch.compile` removes unused ops, and the question it asks of each **graph node**;
 # - what keeps an op alive (a write into an input, an effect, `has_side_effect`) and what does not;
 # - static vs dynamic shapes, and when torch recompiles;
-# - why an unused op with a data-dependent output size runs eagerly under `fullgraph=False` and is **kept** under
+# - why an unused op with a data-dependent output size runs eagerly under `fullgraph=False` (default settings) and
+#   is **kept** under
 #   `fullgraph=True`;
 # - torch's own tools for it: `TORCH_LOGS` and `torch._dynamo.explain`.
 #

@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 08 · Training with custom ops: autograd formulas, the backward graph, and mutation
 #
-# Your fused kernel works in inference; in a training step, `.backward()` stops at it. A *wrong* formula passes
+# Your fused kernel works in inference; in a training step, `.backward()` stops at it. A formula with wrong values passes
 # `torch.library.opcheck` and trains on wrong gradients, eager and compiled alike. A kernel that writes in place
 # into a tensor that requires grad can corrupt gradients without a word. All of it runs below, on torch 2.13
 # (CPU), with the patterns that hold.
@@ -142,7 +142,7 @@ assert checks["no formula"]["gradcheck"].startswith("FAIL: Trying to backward th
 # %% [markdown]
 # A formula with **wrong values passes every `opcheck` test**: `test_aot_dispatch_dynamic` compares eager with
 # compiled, and both use *your* formula; only `gradcheck` compares it with the math (a gradient of the wrong *shape*
-# does fail that test). A **missing formula** fails both.
+# does fail `test_aot_dispatch_dynamic`). A **missing formula** fails both.
 # (`test_autograd_registration` passes even then: `custom_op` always registers an autograd kernel, the one that
 # raised in section 1.) Run both checks on every differentiable op.
 #

@@ -78,7 +78,8 @@ assert not any("mul" in line for line in kernels["custom op"]), "§1's code has 
 # `torch.library.triton_op` defines an op whose body launches Triton kernels through
 # `torch.library.wrap_triton(kernel)[grid](...)`. Under `torch.compile` the op is decomposed: the launch enters
 # the graph, and Inductor puts the kernel's source into its own code. The same kernel launched inside a plain
-# `custom_op` stays an opaque call, as in §1. First the kernel, and the `triton_op`:
+# `custom_op` stays an opaque call, as in §1 (without a GPU: see each cell's note). The kernel and the
+# `triton_op`:
 
 # %%
 # GPU cell: add_visible, a triton_op
@@ -292,7 +293,8 @@ if GPU:
 # An op that can never be captured (it synchronises with the host, or allocates data-dependent memory) says so
 # with `tags=(torch.Tag.cudagraph_unsafe,)`. Inductor then splits the graph into **partitions** around it
 # (`torch._inductor.config.graph_partition`, on by default) and keeps the op out of the captured pieces: on a
-# GPU, `partition_0` and `partition_1` in its code, no skip, and three right replays.
+# GPU, `partition_0` and `partition_1` in its code, no skip, and three right replays (without a GPU: the tag and
+# the setting only).
 
 # %%
 # GPU setup: host_checked

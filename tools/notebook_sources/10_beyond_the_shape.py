@@ -232,7 +232,7 @@ assert "opcheck" in strides.message, "and names opcheck"
 # - **A wrong dtype is silently wrong where Inductor's own code reads the buffer**: the sum reads `float32`
 #   bytes as `bfloat16`. Returned as is, the kernel's real tensor comes back, right. Newer releases raise.
 #
-# `opcheck` catches both: run it on every op, with inputs like your real ones.
+# `opcheck` catches both (the wrong CPU strides from torch 2.13): run it on every op, with inputs like your real ones.
 #
 # ## 4. When Inductor picks the strides your kernel is handed
 #
@@ -770,8 +770,8 @@ with contextlib.redirect_stdout(io.StringIO()):
 # ## What to remember
 #
 # - `Library.define` is `custom_op` without its checks (gradient, aliasing, `pt2_compliant_tag`), and cheaper.
-# - A fake promises shape, dtype **and** strides; `opcheck` checks all three from torch 2.13 (before, it passes
-#   wrong CPU strides: §3). Under Inductor wrong strides
+# - A fake promises shape, dtype **and** strides; `opcheck` compares shape and dtype, and from torch 2.13 the strides
+#   of CPU outputs too (before, it passes wrong CPU strides: §3). Under Inductor wrong strides
 #   raise; a wrong dtype can be a silently wrong number.
 # - The default layout constraint hands your kernel eager's strides; `.contiguous()` inside also covers callers.
 # - Under autocast a custom op is not cast; `register_autocast` casts its float32 inputs (not float64).

@@ -106,8 +106,9 @@ assert "nb11.add_into.default" not in lowered, "no bare mutating call is left"
 
 # %% [markdown]
 # It exported without a fake kernel: an op that returns nothing and mutates an argument gets a trivial one from
-# torch (notebook 01's rule; under `torch.compile`, ops tagged `Tag.inplace` or `Tag.out` too). An op that returns a
-# tensor needs yours, for export as for `torch.compile` (where an `int`-returning one does too):
+# torch (notebook 01's rule; under `torch.compile`, ops tagged `Tag.inplace` or `Tag.out` too). Any
+# other op that returns a tensor needs yours, for export as for `torch.compile` (where an `int`-returning one does
+# too):
 
 # %%
 @torch.library.custom_op("nb11::no_fake", mutates_args=())
@@ -521,7 +522,7 @@ with contextlib.redirect_stdout(io.StringIO()):
 #
 # - In an `ExportedProgram` a custom op is one node; lowered (`run_decompositions()`), a mutating op is wrapped in
 #   `auto_functionalized_v2`, an effectful one in `with_effects` with a token.
-# - Export needs the op's fake kernel, unless the op returns nothing and mutates an argument.
+# - Export needs a tensor-returning op's fake kernel; one that returns nothing and mutates an argument gets one free.
 # - A package calls a custom op by name, looked up when it loads: it runs the kernel registered then, unchecked;
 #   without the op it cannot load; a changed signature crashed a process holding a package loaded before.
 # - `torch.ops.ns.name(...)` shows in the profiler as its own event; `record_function` names your kernel always.
