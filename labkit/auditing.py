@@ -53,6 +53,7 @@ from .stages import compile_and_compare
 COMPILE_MODES = (("aot_eager", False), ("aot_eager", True), ("inductor", False), ("inductor", True))
 
 ABOVE_FIRST = "fix the findings above first; then "   # dropped from the first finding, which has none above
+TAGGED_RETURN = "tags=torch.Tag.inplace (an out= op returning out: tags=torch.Tag.out)"   # may return an input
 
 OPCHECK_ADVICE = {
     "test_schema": ("the schema does not match what the kernel does (an undeclared write, or an output that "
@@ -257,7 +258,7 @@ def _declaration_findings(overload, call: _Call) -> list[Finding]:
     except Exception as error:  # noqa: BLE001 - torch's refusal is a finding
         problem = as_torch_error(error, "eager")
         fix = ("return a new tensor (e.g. x.clone()), or on torch >= 2.13 tag an in-place op with "
-               "tags=torch.Tag.inplace (an out= op returning out: tags=torch.Tag.out)" if problem.kind == "alias_return"
+               + TAGGED_RETURN if problem.kind == "alias_return"
                else "make the op run eagerly first")
         return [Finding(EAGER, f"calling the op raised {problem.type_name}: {problem.message}",
                         "an op that fails eagerly cannot be compiled either", fix, detail=problem.full)]
@@ -354,7 +355,7 @@ def _shared_memory_findings(overload, call: _Call) -> list[Finding]:
                     f"{notebook_about('aliasing').number})",
                     "return a copy (e.g. result.clone()): torch.compile refuses a custom op whose output is declared "
                     "a view of an input ('(Tensor(a) x) -> Tensor(a)'); only an op that writes an input and returns "
-                    "it may declare that (tags=torch.Tag.inplace, or Tag.out for an out= argument; torch >= 2.13)"))
+                    f"it may declare that ({TAGGED_RETURN}; torch >= 2.13)"))
                 break   # one finding per output
     return findings
 

@@ -52,10 +52,10 @@ STAGE_NAMES = {"dynamo": "Dynamo", "aot": "AOTAutograd", "inductor": "Inductor"}
 KEPT, REMOVED, RAISED, NOT_REACHED, NOT_USED, NO_GRAPH = (
     "kept", "removed", "torch raised here", "not reached", "not used", "no graph")
 OUTSIDE = "in no graph (a graph break): ran eagerly"
+RAN_THEN_RAISED, RAISED_AT_RUN_TIME = "yes, then torch raised", "torch raised at run time"   # the "ran" box's marks
 _PICTURE_WORDS = {RAISED: "torch\nraised here", OUTSIDE: "graph break,\nran eagerly",   # two lines in a box
-                  "yes, then torch raised": "yes, then\ntorch raised",
-                  "torch raised at run time": "torch raised\nat run time"}
-RAN_TONES = {"yes": "ok", "no": "bad", "—": "muted", "yes, then torch raised": "bad", "torch raised at run time": "bad"}
+                  RAN_THEN_RAISED: "yes, then\ntorch raised", RAISED_AT_RUN_TIME: "torch raised\nat run time"}
+RAN_TONES = {"yes": "ok", "no": "bad", "—": "muted", RAN_THEN_RAISED: "bad", RAISED_AT_RUN_TIME: "bad"}
 TONES = {KEPT: "ok", REMOVED: "bad", RAISED: "bad", NOT_REACHED: "muted", NOT_USED: "muted", NO_GRAPH: "muted",
          OUTSIDE: "warn"}
 ORDINALS = ("first", "second", "third", "fourth", "fifth")
@@ -80,9 +80,6 @@ def stage_marks(report: StageReport, op_name: str) -> dict[str, str]:
         else:
             marks[stage] = NOT_REACHED if (stopped or report.error) else NO_GRAPH
     return marks
-
-
-RAN_THEN_RAISED, RAISED_AT_RUN_TIME = "yes, then torch raised", "torch raised at run time"
 
 
 def ran_mark(report: StageReport, op_name: str) -> str:
