@@ -95,13 +95,14 @@ NOTES = """
   says the tag is missing and skips, and its check asserts that the tag is absent; on 2.13 and later it asserts
   the tagged op's schema `(Tensor(a0!) x) -> Tensor(a0!)`, compiled == eager, and torch's refusal of the tag on
   an op that writes its second argument. Every other claim of 02 (the undeclared write in `read_then_bump`:
-  eager 8, compiled 10, the op launched before the fused kernel) was asserted unchanged on 2.11.0, 2.13.0,
-  2.15.0 and the Colab stack (2026-12-03).
+  eager 8, compiled 10, the op launched before the fused kernel) was asserted unchanged on every row above
+  dated 2026-12-06 (2.11.0 to 2.15.0 and the Colab stack).
   §4, `mutates_args="unknown"` on `update(x, stats)` (writes `stats`) called as `x = stats.clone(); update(x,
-  stats); return x, stats * 1` under Inductor: `x` comes back holding `stats`' new values on 2.11.0, 2.13.0 and
-  2.14.1; right on 2.15.0, with `stats` an input and with it computed inside (`inp * 2`); the truthful
-  `("stats",)` is right on all four (the *'unknown' + clone* probe and `--notebooks 02`, 2026-12-06).
-- **Notebook 04 across releases**: no claim differs on 2.11.0, 2.13.0, 2.15.0 or the Colab stack (2026-12-03):
+  stats); return x, stats * 1` under Inductor: `x` comes back holding `stats`' new values on 2.11.0, 2.12.1,
+  2.13.0 and 2.14.1 (and the Colab stack); right on 2.15.0, with `stats` an input and with it computed inside
+  (`inp * 2`); the truthful `("stats",)` is right on all five (the *'unknown' + clone* probe, and notebook 02 in
+  the rows of 2026-12-06).
+- **Notebook 04 across releases**: no claim differs on 2.11.0 to 2.15.0 or the Colab stack (the rows of 2026-12-06):
   the stale artifact after a changed `mutates_args` (#187319) comes back in one process and across two, and
   the fixed fake kernel of §4 still gets the buggy one's artifact (#160472). Both checks fail with "torch may
   have fixed …" the day a release changes that.
@@ -154,8 +155,8 @@ What notebook 11's check cells assert per release:
 
 ## Notebook 01: what each stage hands an op, and the fake-tensor fallback
 
-Checked by notebook 01's check cells under `pytest --nbval-lax` on 2.11.0, 2.15.0 and the Colab stack, and
-strict nbval on 2.13.0 (2026-12-03): no release differs.
+Checked by notebook 01's check cells under `pytest --nbval-lax` on 2.11.0 to 2.15.0 and the Colab stack (the
+rows of 2026-12-06), and strict nbval on 2.13.0 (`./lab test`): no release differs.
 
 - One Inductor compile of `peek(x) + 1` calls the op's fake kernel 5 times, always with fake tensors: Dynamo
   once, AOTAutograd twice, Inductor twice (`labkit.stages.calling_stage` reads the stage from the call stack);
