@@ -208,7 +208,7 @@ for label, run in runs.items():
     print(f"{label:<22}", str(run.error or run.verdict)[:110])
 
 # %% tags=["check"]
-#@title Check: wrong strides raise; a wrong dtype is silently wrong where Inductor reads the buffer (to 2.13)
+#@title Check: wrong strides raise; a wrong dtype: silently wrong where Inductor reads it to 2.13, raises from 2.14
 for label in ("wrong_dtype, summed", "wrong_dtype, returned"):
     run = runs[label]
     if labkit.env.torch_version() >= (2, 14):    # observed on 2.14.1 and 2.15.0: the compiled code checks it
@@ -230,7 +230,8 @@ assert "opcheck" in strides.message, "and names opcheck"
 # - **Wrong strides are refused**: Inductor's code checks the op's output against the fake's promise, and
 #   raises an `AssertionError` that names `opcheck`.
 # - **A wrong dtype is silently wrong where Inductor's own code reads the buffer**: the sum reads `float32`
-#   bytes as `bfloat16`. Returned as is, the kernel's real tensor comes back, right. Newer releases raise.
+#   bytes as `bfloat16`. Returned as is, the kernel's real tensor comes back, right. Releases after this
+#   page's torch check the dtype in Inductor's code too, and raise (the check cell's title says which).
 #
 # `opcheck` catches both (the wrong CPU strides from torch 2.13): run it on every op, with inputs like your real ones.
 #
@@ -772,7 +773,7 @@ with contextlib.redirect_stdout(io.StringIO()):
 # - `Library.define` is `custom_op` without its checks (gradient, aliasing, `pt2_compliant_tag`), and cheaper.
 # - A fake promises shape, dtype **and** strides; `opcheck` compares shape and dtype, and from torch 2.13 the strides
 #   of CPU outputs too (before, it passes wrong CPU strides: §3). Under Inductor wrong strides
-#   raise; a wrong dtype can be a silently wrong number.
+#   raise; a wrong dtype can be a silently wrong number (newer releases raise: §3).
 # - The default layout constraint hands your kernel eager's strides; `.contiguous()` inside also covers callers.
 # - Under autocast a custom op is not cast; `register_autocast` casts its float32 inputs (not float64).
 # - `float` arguments recompile per value; 0-d tensors do not. `custom_op` can return an `int`.
@@ -791,5 +792,5 @@ with contextlib.redirect_stdout(io.StringIO()):
 # - `torch.library`: https://docs.pytorch.org/docs/stable/library.html
 # - Operator tags: https://docs.pytorch.org/docs/stable/torch.html#torch.Tag
 # - vLLM's helper; a `Library` collected with its ops: https://github.com/pytorch/pytorch/issues/139444
-# - `opcheck` compares CPU strides (torch 2.13): https://github.com/pytorch/pytorch/pull/183002
+# - `opcheck` compares CPU strides: https://github.com/pytorch/pytorch/pull/183002
 # - A real op's wrong fake strides, caught by it: https://github.com/pytorch/pytorch/issues/183713
