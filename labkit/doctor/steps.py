@@ -148,9 +148,9 @@ def _fake_findings(overload, sample: Sample, audited) -> tuple[list[Finding], li
         elif compared:
             findings.append(Finding(
                 f"fake:{aspect}", f"on {label}, the fake kernel: {'; '.join(compared)}",
-                "torch.compile plans every buffer from the fake kernel and never runs the real one to check: a "
+                "torch.compile plans every buffer from the fake kernel, before the real one runs: a "
                 "wrong " + ("device fails or misplaces the op's outputs on a GPU" if aspect == "device" else
-                            "dtype gives wrong results or a crash on inputs the samples did not show"),
+                            "dtype gives wrong results or an error on inputs the samples did not show"),
                 "build the outputs from the inputs: torch.empty_like(x), x.new_empty(shape) (they keep the dtype "
                 "and device), or pass dtype=x.dtype, device=x.device", FAKE_DOCS))
     return findings, notes
