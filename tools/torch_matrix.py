@@ -99,9 +99,9 @@ NOTES = """
   dated 2026-12-06 (2.11.0 to 2.15.0 and the Colab stack).
   §4, `mutates_args="unknown"` on `update(x, stats)` (writes `stats`) called as `x = stats.clone(); update(x,
   stats); return x, stats * 1` under Inductor: `x` comes back holding `stats`' new values on 2.11.0, 2.12.1,
-  2.13.0 and 2.14.1 (and the Colab stack); right on 2.15.0, with `stats` an input and with it computed inside
-  (`inp * 2`); the truthful `("stats",)` is right on all five (the *'unknown' + clone* probe, and notebook 02 in
-  the rows of 2026-12-06).
+  2.13.0 and 2.14.1 (and the Colab stack); right on 2.15.0, with `stats` an input (and with it computed inside,
+  `inp * 2`, measured for 41cf2eb); the truthful `("stats",)` is right on all five (the *'unknown' + clone*
+  probe, and notebook 02 in the rows of 2026-12-06).
 - **Notebook 04 across releases**: no claim differs on 2.11.0 to 2.15.0 or the Colab stack (the rows of 2026-12-06):
   the stale artifact after a changed `mutates_args` (#187319) comes back in one process and across two, and
   the fixed fake kernel of §4 still gets the buggy one's artifact (#160472). Both checks fail with "torch may
@@ -120,9 +120,9 @@ What notebook 10's check cells assert per release (each side asserted; CPU build
   it passes it (it compared strides on CUDA only).
 - **A fake with the wrong dtype, under Inductor**: on 2.11.0 to 2.13.0 no error; where Inductor's own code
   reads the op's buffer (a sum) the result is wrong (float32 bytes read as bfloat16), and the op's output
-  returned as is has the right values (seen on 2.11.0 and 2.13.0). From 2.14.1 the generated code checks
+  returned as is has the right values (seen on 2.11.0, 2.12.1 and 2.13.0). From 2.14.1 the generated code checks
   the dtype after the call and raises `expected dtype torch.bfloat16 but got torch.float32`, in both programs.
-- The same on every release measured (2.11.0, 2.13.0, 2.15.0): a `Library.define` op with no autograd
+- The same on every release measured (2.11.0 to 2.15.0, the rows of 2026-12-06): a `Library.define` op with no autograd
   formula gives `x.grad = 2` eagerly and `None` under `aot_eager`, with a warning only, where `custom_op`
   raises; `custom_op` adds `pt2_compliant_tag`; a `custom_op` schema `(Tensor(a) x) -> Tensor(a)` is accepted
   and runs eagerly, and `torch.compile` refuses it; under CPU autocast a custom op's kernel sees autocast on

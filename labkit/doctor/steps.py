@@ -150,7 +150,7 @@ def _fake_findings(overload, sample: Sample, audited) -> tuple[list[Finding], li
                 f"fake:{aspect}", f"on {label}, the fake kernel: {'; '.join(compared)}",
                 "torch.compile plans every buffer from the fake kernel, before the real one runs: a "
                 "wrong " + ("device fails or misplaces the op's outputs on a GPU" if aspect == "device" else
-                            "dtype gives wrong results or an error on inputs the samples did not show"),
+                            "dtype can give wrong results or an error on inputs the samples did not show"),
                 "build the outputs from the inputs: torch.empty_like(x), x.new_empty(shape) (they keep the dtype "
                 "and device), or pass dtype=x.dtype, device=x.device", FAKE_DOCS))
     return findings, notes

@@ -208,13 +208,13 @@ for label, run in runs.items():
     print(f"{label:<22}", str(run.error or run.verdict)[:110])
 
 # %% tags=["check"]
-#@title Check: wrong strides raise; a wrong dtype: silently wrong where Inductor reads it to 2.13, raises from 2.14
+#@title Check: wrong strides raise; a wrong dtype: silently wrong where Inductor reads it (to 2.13), raises (2.14 on)
 for label in ("wrong_dtype, summed", "wrong_dtype, returned"):
     run = runs[label]
     if labkit.env.torch_version() >= (2, 14):    # observed on 2.14.1 and 2.15.0: the compiled code checks it
         assert run.error is not None, f"{label}: from 2.14 the wrong dtype is refused at run time"
         assert "expected dtype torch.bfloat16 but got torch.float32" in run.error.message, "naming both dtypes"
-    elif label.endswith("summed"):               # observed on 2.11.0 and 2.13.0: a wrong number, no error
+    elif label.endswith("summed"):               # observed on 2.11.0, 2.12.1, 2.13.0: a wrong number, no error
         assert run.error is None, f"{label}: no error"
         assert not run.verdict.agree, "Inductor read float32 bytes as bfloat16: a wrong number"
     else:
@@ -229,9 +229,10 @@ assert "opcheck" in strides.message, "and names opcheck"
 # %% [markdown]
 # - **Wrong strides are refused**: Inductor's code checks the op's output against the fake's promise, and
 #   raises an `AssertionError` that names `opcheck`.
-# - **A wrong dtype is silently wrong where Inductor's own code reads the buffer**: the sum reads `float32`
-#   bytes as `bfloat16`. Returned as is, the kernel's real tensor comes back, right. Releases after this
-#   page's torch check the dtype in Inductor's code too, and raise (the check cell's title says which).
+# - **On this page's torch, a wrong dtype is silently wrong where Inductor's own code reads the buffer**: the sum
+#   reads `float32` bytes as `bfloat16`. Returned as is, the kernel's real tensor comes back, right. The newer
+#   releases this lab ran on check the dtype in Inductor's code too, and raise in both programs (the check cell's
+#   title says from which).
 #
 # `opcheck` catches both (the wrong CPU strides from torch 2.13): run it on every op, with inputs like your real ones.
 #
@@ -773,7 +774,7 @@ with contextlib.redirect_stdout(io.StringIO()):
 # - `Library.define` is `custom_op` without its checks (gradient, aliasing, `pt2_compliant_tag`), and cheaper.
 # - A fake promises shape, dtype **and** strides; `opcheck` compares shape and dtype, and from torch 2.13 the strides
 #   of CPU outputs too (before, it passes wrong CPU strides: §3). Under Inductor wrong strides
-#   raise; a wrong dtype can be a silently wrong number (newer releases raise: §3).
+#   raise; a wrong dtype can be a silently wrong number (the newer releases measured raise: §3).
 # - The default layout constraint hands your kernel eager's strides; `.contiguous()` inside also covers callers.
 # - Under autocast a custom op is not cast; `register_autocast` casts its float32 inputs (not float64).
 # - `float` arguments recompile per value; 0-d tensors do not. `custom_op` can return an `int`.
