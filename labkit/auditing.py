@@ -340,10 +340,12 @@ def _shared_memory_findings(overload, call: _Call) -> list[Finding]:
     for index, (value, allowed) in enumerate(zip(values, declared)):
         which = "its output" if len(declared) == 1 else f"output {index}"
         allowed_tensors = [t for name, v in inputs if name in allowed for t in _tensors_in(v)]
+        reported = set()   # a Tensor[] return: one finding per input, not one per tensor of the list
         for output in _tensors_in(value):
             for name, argument in inputs:
                 shared = [t for t in _tensors_in(argument) if _overlap(output, t)]
-                if name in allowed or not shared or any(_overlap(t, a) for t in shared for a in allowed_tensors):
+                if name in allowed or name in reported or not shared or any(
+                        _overlap(t, a) for t in shared for a in allowed_tensors):
                     continue
                 storage = ("in a new storage over the same memory, which torch's own check lets through (it "
                            "compares storages)" if not any(internals.same_storage(output, t) for t in shared) else
@@ -356,7 +358,8 @@ def _shared_memory_findings(overload, call: _Call) -> list[Finding]:
                     "return a copy (e.g. result.clone()): torch.compile refuses a custom op whose output is declared "
                     "a view of an input ('(Tensor(a) x) -> Tensor(a)'); only an op that writes an input and returns "
                     f"it may declare that ({TAGGED_RETURN}; torch >= 2.13)"))
-                break   # one finding per output
+                reported.add(name)
+                break   # one finding per output tensor
     return findings
 
 
@@ -452,15 +455,16 @@ def _compile_findings(overload, call: _Call) -> list[Finding]:
     if not failures and broke and not torch_own:   # torch's own ops are not counted by name
         note = GRAPH_BREAK_NOTE if len(broke) == len(COMPILE_MODES) else GRAPH_BREAK_SOME.format(
             k=len(broke), n=len(COMPILE_MODES), runs=" / ".join(broke))
-        found.append(Finding(NOTE, note, "", "compile with fullgraph=True to see why"))
+        found.append(Finding(f"{NOTE}:{BROKE_IN}{len(broke)}", note, "", "compile with fullgraph=True to see why"))
     return found
 
 
-GRAPH_BREAK_NOTE = ("the op under torch.compile: Dynamo ran it eagerly at a graph break in every compiled run, so "
-                    "the compile checks saw nothing of it")
-GRAPH_BREAK_SOME = ("the op under torch.compile: Dynamo ran it eagerly at a graph break in {k} of the {n} compiled "
-                    "runs ({runs}), so those saw nothing of it")
-_SOME_BROKE = re.compile(GRAPH_BREAK_SOME.split("{k}")[0] + r"(\d+) of")
+GRAPH_BREAK = "Dynamo ran it eagerly at a graph break"   # in both notes: the doctor looks for it
+GRAPH_BREAK_NOTE = (f"the op under torch.compile: {GRAPH_BREAK} in every compiled run, so the compile checks saw "
+                    "nothing of it")
+GRAPH_BREAK_SOME = (f"the op under torch.compile: {GRAPH_BREAK} in {{k}} of the {{n}} compiled runs ({{runs}}), so "
+                    "those saw nothing of it")
+BROKE_IN = "broke_in="   # the note's check carries how many compiled runs broke at the op: note:broke_in=2
 
 
 # What the written argument is in the compiled function when audit calls the op the way pytorch #198031 breaks it:
@@ -804,8 +808,7 @@ def audit(op, /, *sample_args, **sample_kwargs) -> AuditReport:
             eager = " ".join(f.problem for f in findings if kind_of(f) == EAGER)
             findings += _not_repeating(_run_check(check, overload, call), eager)
     notes = "".join(f"{note.problem} ({note.fix}); " for note in findings if kind_of(note) == NOTE)
-    broke = max([len(COMPILE_MODES) for f in findings if kind_of(f) == NOTE and f.problem == GRAPH_BREAK_NOTE]
-                + [int(m.group(1)) for f in findings if kind_of(f) == NOTE and (m := _SOME_BROKE.match(f.problem))]
+    broke = max([int(f.check.partition(BROKE_IN)[2]) for f in findings if f.check.startswith(f"{NOTE}:{BROKE_IN}")]
                 + [0])
     findings = _first_not_told_of_above(_with_compiled_consequence(
         [f for f in findings if kind_of(f) != NOTE], compile_ran=COMPILE in run, broke=broke))

@@ -182,11 +182,11 @@ def check_list(answer: Any, truth: list, success: str, hint: str, name: str = "t
     """Check a list-of-numbers answer (a list, a tuple, or a one-dimensional tensor: :func:`number_list`): one
     sentence saying what shape of answer is wanted when ``answer`` is none of these or has the wrong length, else
     ✔ or ✘ with ``hint``."""
-    numbers = number_list(answer)
-    if numbers is None or len(numbers) != len(truth):
+    values = number_list(answer)
+    if values is None or len(values) != len(truth):
         print(f"✘ {name} is {brief(answer)}: answer a list of {len(truth)} numbers, such as {[0] * len(truth)}.")
         return False
-    return check(numbers == [float(v) for v in truth], success, hint)
+    return check(values == [float(v) for v in truth], success, hint)
 
 
 def wrong_keys(predictions: dict, truth: dict, allowed) -> list[str] | None:

@@ -190,8 +190,8 @@ def naming_story(result: naming.NamingResult) -> str:
     if result.problem:
         return result.problem
     first, second = result.steps
-    wrong = [s for s in result.steps if not s.correct and not s.stale]
-    before = _wrong_for_its_declaration(list(result.steps)) + " As for the cache: " if wrong else ""
+    said = _wrong_for_its_declaration(result.steps)   # "" when no step is wrong for its declaration
+    before = said + " As for the cache: " if said else ""
     if second.stale:
         luck = ("the answer still looks right only because the old artifact happens to call the op."
                 if second.correct else "so the second compile is silently wrong.")

@@ -1,3 +1,4 @@
+import itertools
 import pathlib
 from collections import defaultdict
 
@@ -86,12 +87,9 @@ def run_all_again(items: list) -> list:
     """After each notebook's last cell, every code cell of it once more, in the kernel nbval already started for it
     (on whichever worker runs that notebook) rather than in a second kernel of its own."""
     out = []
-    for index, item in enumerate(items):
-        out.append(item)
-        notebook_ends = index + 1 == len(items) or items[index + 1].parent is not item.parent
-        if type(item) is IPyNbCell and notebook_ends:
-            cells = [cell for cell in items if type(cell) is IPyNbCell and cell.parent is item.parent]
-            out += [RunAllAgainCell.after(cell) for cell in cells]
+    for _, group in itertools.groupby(items, key=lambda item: item.parent):   # a notebook's cells are together
+        group = list(group)
+        out += group + [RunAllAgainCell.after(cell) for cell in group if type(cell) is IPyNbCell]
     return out
 
 

@@ -109,7 +109,7 @@ def examine(target: Target, tables: list[dict]) -> OpResult:
             notes += [n for n in step_notes if n not in notes]
     notes += steps.cache_note(name)   # a note: the fingerprint holds a Python-defined op's declaration by design
     if any(f.check == "fullgraph" for f in findings):   # audit's note on the break: the finding now names it
-        notes = [n for n in notes if steps.GRAPH_BREAK_NOTE not in n]
+        notes = [n for n in notes if auditing.GRAPH_BREAK not in n]
     findings = [with_learn_more(f) for f in _unique(findings)]
     return OpResult(name, schema, target.found_in, FAIL if findings else PASS, findings, samples, checks_run,
                     notes, time.perf_counter() - start)

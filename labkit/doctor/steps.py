@@ -32,8 +32,6 @@ def _discarding(overload, sample: Sample) -> Callable:
     return auditing.discarding_call(overload, names, len(sample.args), list(sample.kwargs))
 
 
-GRAPH_BREAK_NOTE = "Dynamo ran it eagerly at a graph break"   # audit's note when no compiled run had the op in a graph
-
 # The settings that let Dynamo keep a data-dependent result in its graph under fullgraph=False, in the order tried:
 # on torch 2.13 the first captures an op whose fake returns torch.library.get_ctx().new_dynamic_size(), as an output
 # size or as an int result; the second alone captures neither (it captures Tensor.item() in the compiled code).
@@ -70,8 +68,8 @@ def _fullgraph_findings(overload, sample: Sample, audited) -> list[Finding]:
     _, values = named_values(overload, sample)
     qualname = internals.qualname_of(overload)
     strict = compile_and_compare(_discarding(overload, sample), *values, backend="eager", fullgraph=True)
-    if strict.error is None and GRAPH_BREAK_NOTE not in audited.cannot_see:
-        return []    # one graph under fullgraph=True, and audit's fullgraph=False runs had the op in a graph
+    if strict.error is None and auditing.GRAPH_BREAK not in audited.cannot_see:
+        return []    # one graph under fullgraph=True, and every one of audit's compiled runs had the op in a graph
     before = internals.torch_counters("graph_break")
     default = compile_and_compare(_discarding(overload, sample), *values, backend="eager")
     reasons = [" ".join(str(r).split()) for r in internals.torch_counters("graph_break") - before]

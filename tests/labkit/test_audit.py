@@ -363,3 +363,19 @@ def test_after_an_eager_failure_opcheck_still_runs():
     report = audit(op, torch.randn(3))
     assert "opcheck" in report.kinds() and "memory" not in report.kinds(), str(report)
     assert "opcheck" in report.checks_run
+
+
+def test_a_list_output_sharing_an_inputs_memory_is_one_finding():
+    """A Tensor[] return whose tensors all share x's memory is one finding for that return and x, not one per
+    tensor: the sentence would repeat word for word."""
+    lib = torch.library.Library("t", "FRAGMENT")
+    lib.define("split_shared(Tensor x) -> Tensor[]")
+    lib.impl("split_shared", lambda x: [torch.from_numpy(x.numpy()[:1]), torch.from_numpy(x.numpy()[1:])], "CPU")
+    lib.impl("split_shared", lambda x: [x.new_empty(1), x.new_empty(x.shape[0] - 1)], "Meta")
+    try:
+        report = audit(torch.ops.t.split_shared.default, torch.zeros(3))
+        memory = [f for f in report.findings if f.check == "memory"]
+        assert len(memory) == 1, str(report)
+        assert memory[0].problem.startswith("its output shares memory with 'x'"), memory[0].problem
+    finally:
+        labkit.ops._destroy_library(lib)
