@@ -27,32 +27,57 @@ Not here: any of that work. This file gathers the public names and ``setup()``, 
 """
 
 import importlib
+import os
 import sys
 
-try:
-    import torch  # noqa: F401 - labkit is about torch: without it, one sentence instead of a traceback
-except ImportError:
-    _fix = ("run ./lab once in the lab's folder (it installs torch into .venv), then use .venv/bin/python; "
-            "on Colab, torch is already there")
-    if "labkit.preflight" in getattr(sys, "orig_argv", ()):     # python -m labkit.preflight: its own ✘ line
-        print(f"✘ torch is not installed in this Python ({sys.executable}): {_fix}.")
-        raise SystemExit(1) from None
-    raise ImportError(f"labkit needs torch, and this Python ({sys.executable}) has none: {_fix}.") from None
 
-from .env import TorchTooOld, check_torch  # noqa: E402
+def _started_as_the_doctor() -> bool:
+    """Whether this process is the doctor's command line (``python -m labkit ...`` or ``labkit-doctor``)."""
+    argv = getattr(sys, "orig_argv", [])
+    return any(a == "-m" and b == "labkit" for a, b in zip(argv, argv[1:])) or \
+        any(os.path.basename(a) == "labkit-doctor" for a in argv[1:2])
 
-_version_note = check_torch()  # raises TorchTooOld, one sentence, on a torch that is too old
 
-# Importing labkit changes nothing in torch: the cache policy starts in setup() (cache.enable()).
-from . import auditing, cache, checks, env, exercises, experiments, naming, ops, recordings, stages, warmup  # noqa: E402
-from .auditing import audit  # noqa: E402 - labkit.audit(op, *sample_inputs), as documented
-from .logs import torch_logs  # noqa: E402
-from .ops import (  # noqa: E402
-    LabOpError, OpSpec, StaleOpError, declare, drop, drop_namespace, name_problem, scoped,
-)
-from .render import draw_fate, show, show_gpu_recording, summary, text  # noqa: E402
-from .errors import TorchError  # noqa: E402
-from .stages import StageReport, compile_and_compare  # noqa: E402
+class _CtrlCWhileStarting:
+    """Importing torch takes the doctor's first seconds: a Ctrl-C there ends the command line in one sentence, not
+    a screen of torch's import traceback. Anywhere else (a notebook, a test) the interrupt goes on as it came."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, error, trace):
+        if kind is KeyboardInterrupt and _started_as_the_doctor():
+            print("labkit doctor: stopped by Ctrl-C while starting (importing torch); nothing was examined.",
+                  file=sys.stderr)
+            raise SystemExit(2) from None
+        return False
+
+
+with _CtrlCWhileStarting():
+    try:
+        import torch  # noqa: F401 - labkit is about torch: without it, one sentence instead of a traceback
+    except ImportError:
+        _fix = ("run ./lab once in the lab's folder (it installs torch into .venv), then use .venv/bin/python; "
+                "on Colab, torch is already there")
+        if "labkit.preflight" in getattr(sys, "orig_argv", ()):     # python -m labkit.preflight: its own ✘ line
+            print(f"✘ torch is not installed in this Python ({sys.executable}): {_fix}.")
+            raise SystemExit(1) from None
+        raise ImportError(f"labkit needs torch, and this Python ({sys.executable}) has none: {_fix}.") from None
+
+    from .env import TorchTooOld, check_torch  # noqa: E402
+
+    _version_note = check_torch()  # raises TorchTooOld, one sentence, on a torch that is too old
+
+    # Importing labkit changes nothing in torch: the cache policy starts in setup() (cache.enable()).
+    from . import auditing, cache, checks, env, exercises, experiments, naming, ops, recordings, stages, warmup  # noqa: E402
+    from .auditing import audit  # noqa: E402 - labkit.audit(op, *sample_inputs), as documented
+    from .logs import torch_logs  # noqa: E402
+    from .ops import (  # noqa: E402
+        LabOpError, OpSpec, StaleOpError, declare, drop, drop_namespace, name_problem, scoped,
+    )
+    from .render import draw_fate, show, show_gpu_recording, summary, text  # noqa: E402
+    from .errors import TorchError  # noqa: E402
+    from .stages import StageReport, compile_and_compare  # noqa: E402
 
 recordings.listen()  # which GPU cells' code ran (IPython's hooks; nothing in torch)
 

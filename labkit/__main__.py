@@ -155,18 +155,31 @@ def _project_output_to_stderr():
     with contextlib.suppress(OSError):   # no file descriptors to move (an embedded interpreter): Python's only
         saved = os.dup(1)
         os.dup2(2, 1)
-    python_stdout, sys.stdout = sys.stdout, sys.stderr
+    _STDOUT_MOVED.append((saved, sys.stdout))
+    sys.stdout = sys.stderr
     try:
         yield
     finally:
-        for step in (sys.stderr.flush, _flush_c_stdio, python_stdout.flush):   # each alone: none may keep fd 1
-            with contextlib.suppress(Exception):
-                step()
-        if saved is not None:
-            with contextlib.suppress(OSError):
-                os.dup2(saved, 1)
-            os.close(saved)
-        sys.stdout = python_stdout
+        _stdout_back()
+
+
+_STDOUT_MOVED: list = []   # (fd 1's copy, Python's stdout) while the project's output goes to stderr
+
+
+def _stdout_back() -> None:
+    """Undo :func:`_project_output_to_stderr`, C's buffer flushed first; called by it, or by the Ctrl-C watch's thread
+    before it writes the report of a run it ends."""
+    if not _STDOUT_MOVED:
+        return
+    saved, python_stdout = _STDOUT_MOVED.pop()
+    for step in (sys.stderr.flush, _flush_c_stdio, python_stdout.flush):   # each alone: none may keep fd 1
+        with contextlib.suppress(Exception):
+            step()
+    if saved is not None:
+        with contextlib.suppress(OSError):
+            os.dup2(saved, 1)
+        os.close(saved)
+    sys.stdout = python_stdout
 
 
 def _flush_c_stdio() -> None:
@@ -176,13 +189,19 @@ def _flush_c_stdio() -> None:
     ctypes.CDLL(None).fflush(None)
 
 
-def doctor(argv: list[str] | None = None) -> int:
-    """``labkit doctor ...``: the report printed or written; the exit status returned."""
+def doctor(argv: list[str] | None = None, watch=None) -> int:
+    """``labkit doctor ...``: the report printed or written; the exit status returned. ``watch``: the process's
+    :class:`~labkit.doctor.stopping.CtrlCWatch` (the command line's own process only; in-process calls have none)."""
+    from .doctor.stopping import CtrlCWatch
+
+    watch = watch or CtrlCWatch()
     with _console_that_encodes_anything():
-        return _doctor(argv)
+        status = _doctor(argv, watch)
+    watch.exiting(status)
+    return status
 
 
-def _doctor(argv: list[str] | None) -> int:
+def _doctor(argv: list[str] | None, watch) -> int:
     try:
         args = _parser().parse_args(argv)
         problem = _usage_problem(args)
@@ -192,9 +211,13 @@ def _doctor(argv: list[str] | None) -> int:
         return done.code if isinstance(done.code, int) else USAGE_ERROR
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())   # as python -m does: the project's own modules import from its folder
-    from . import doctor as doctor_module
-    from .doctor import formats
-
+    watch.limit_s = args.timeout_per_op
+    try:
+        from . import doctor as doctor_module
+        from .doctor import formats
+    except KeyboardInterrupt:
+        return _stopped_before_any_op(watch)
+    watch.stuck = lambda: _end_stuck(args, formats)
     say = None if args.quiet else doctor_module.say_to_stderr
     stopped = None
     try:
@@ -206,21 +229,57 @@ def _doctor(argv: list[str] | None) -> int:
     except doctor_module.Interrupted as interrupted:     # Ctrl-C between or inside ops: keep what was examined
         report, stopped = interrupted.report, interrupted
     except KeyboardInterrupt:
-        print("labkit doctor: stopped by Ctrl-C before any op was examined (while importing or warming up).",
-              file=sys.stderr)
-        return USAGE_ERROR
+        return _stopped_before_any_op(watch)
+    if stopped is not None:
+        with watch.taking_it():
+            return _keep_what_was_examined(args, report, formats, stopped)
     try:
         written = _write_reports(args, report, formats)
     except KeyboardInterrupt:
-        print("labkit doctor: stopped by Ctrl-C while writing the reports (each is whole or as it was before).",
-              file=sys.stderr)
-        return USAGE_ERROR
-    if stopped is not None:
-        kept = [p for p in (args.json, args.junit_xml) if p and p != "-"] if written is None else []
-        print(f"labkit doctor: {stopped}" + (f"; the report of those is in {' and '.join(kept)}" if kept else "")
-              + ".", file=sys.stderr)
+        with watch.taking_it():
+            print("labkit doctor: stopped by Ctrl-C while writing the reports (each is whole or as it was before).",
+                  file=sys.stderr)
         return USAGE_ERROR
     return written if written is not None else _status(report, args.strict)
+
+
+BEFORE_ANY_OP = "stopped by Ctrl-C before any op was examined (while importing or warming up)"
+
+
+def _stopped_before_any_op(watch) -> int:
+    with watch.taking_it():
+        print(f"labkit doctor: {BEFORE_ANY_OP}.", file=sys.stderr)
+    return USAGE_ERROR
+
+
+def _keep_what_was_examined(args, report, formats, stopped, why: str = "") -> int:
+    """A run stopped by Ctrl-C: the report of the ops examined before it written where asked, and one sentence."""
+    try:
+        written = _write_reports(args, report, formats)
+    except KeyboardInterrupt:      # a second Ctrl-C while writing: each report is whole or as it was before
+        written = USAGE_ERROR
+    kept = [p for p in (args.json, args.junit_xml) if p and p != "-"] if written is None else []
+    print(f"labkit doctor: {stopped}{why}" + (f"; the report of those is in {' and '.join(kept)}" if kept else "")
+          + ".", file=sys.stderr)
+    return USAGE_ERROR
+
+
+def _end_stuck(args, formats) -> None:
+    """From the Ctrl-C watch's thread: the main thread did not take the interrupt in time (a kernel blocked in C code,
+    or code that caught it). Say so, keep the report of the ops examined, end the process (exit 2)."""
+    from .doctor import running, stopping
+
+    _stdout_back()
+    late = (f" did not stop within {stopping.GRACE_S:g} s of it (C code that does not return to Python, or code that "
+            "caught the interrupt), so the doctor ended without waiting")
+    progress = running.CURRENT
+    if progress is None or not (progress.running or progress.results):
+        print(f"labkit doctor: {BEFORE_ANY_OP}; that{late}.", file=sys.stderr)
+    else:
+        stopped = progress.interrupted()
+        _keep_what_was_examined(args, stopped.report, formats, stopped,
+                                f"; {stopped.running or 'the run'}{late}")
+    stopping.exit_now(USAGE_ERROR)
 
 
 def _write_reports(args, report, formats) -> int | None:
@@ -286,16 +345,23 @@ def _status(report, strict: bool) -> int:
 
 def doctor_main() -> None:
     """The ``labkit-doctor`` console script."""
-    raise SystemExit(doctor(sys.argv[1:]))
+    raise SystemExit(doctor(sys.argv[1:], _process_watch()))
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, watch=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] != "doctor":
         print("labkit: the one command is doctor: python -m labkit doctor mypkg.ops (see --help)", file=sys.stderr)
         return USAGE_ERROR
-    return doctor(argv[1:])
+    return doctor(argv[1:], watch)
+
+
+def _process_watch():
+    """The command line's own process: Ctrl-C ends it in one sentence wherever it lands (labkit.doctor.stopping)."""
+    from .doctor.stopping import CtrlCWatch
+
+    return CtrlCWatch().start()
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main(watch=_process_watch()))

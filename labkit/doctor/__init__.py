@@ -24,7 +24,8 @@ XML), :mod:`~labkit.doctor.report` (what a report holds), :mod:`~labkit.doctor.l
 official page and lesson), :mod:`~labkit.doctor.discovery` (finding the ops), :mod:`~labkit.doctor.samples` (their
 inputs), :mod:`~labkit.doctor.steps` (the doctor's own steps after audit), :mod:`~labkit.doctor.examining` (one
 overload, into one result) and :mod:`~labkit.doctor.running` (a run: :func:`run`, :func:`check`,
-:func:`assert_clean`).
+:func:`assert_clean`), and :mod:`~labkit.doctor.stopping` (how the command line's process stops: Ctrl-C wherever
+it lands, a project's thread left running).
 
 Not here: any of that work (this file gathers the public names), the command line (:mod:`labkit.__main__`),
 pytest's items (``labkit_pytest`` (beside the package)), and private torch.

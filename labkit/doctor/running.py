@@ -84,35 +84,57 @@ class Interrupted(Exception):
     """Ctrl-C while ops were being examined: ``report`` holds the ops examined before it (a warning says where it
     stopped), so the command line can keep it where a report was asked for."""
 
-    def __init__(self, report: DoctorReport, done: int, total: int):
+    def __init__(self, report: DoctorReport, done: int, total: int, running: str = ""):
         super().__init__(f"stopped by Ctrl-C after {done} of {total} op overloads")
-        self.report, self.done, self.total = report, done, total
+        self.report, self.done, self.total, self.running = report, done, total, running
+
+
+class Progress:
+    """A run so far: what Ctrl-C keeps. The command line's watch reads it from its own thread when the main thread
+    cannot take the interrupt (a kernel blocked in C code)."""
+
+    def __init__(self, asked: list[str], total: int, warnings: list[str]):
+        self.asked, self.total, self.warnings = asked, total, warnings
+        self.results: list = []
+        self.running = ""          # the overload being examined now
+        self.warm = None
+        self.start = time.perf_counter()
+
+    def interrupted(self) -> Interrupted:
+        results = list(self.results)
+        stopped = f"stopped by Ctrl-C after {len(results)} of {self.total} op overloads"
+        report = DoctorReport(self.asked, environment(), results, [*self.warnings, stopped], self.warm,
+                              time.perf_counter() - self.start, interrupted=stopped)
+        return Interrupted(report, len(results), self.total, self.running)
+
+
+CURRENT: Progress | None = None    # the run in progress in this process, if any (what the command line's watch reads)
 
 
 def _examine_all(targets: list[Target], tables: list[dict], say: Callable[[str], None] | None,
                  asked: list[str], warnings: list[str], timeout_per_op: float | None = None) -> DoctorReport:
-    start = time.perf_counter()
+    global CURRENT
     refusal = env.compiler_unavailable()
     if refusal is not None:
         raise UsageError(refusal)
+    progress = CURRENT = Progress(asked, len(targets), warnings)
     with _fingerprinted():
         paying = warmup.status() == "not run"
         warm = warmup.run(say=say or (lambda _: None))
-        warm = warm if paying else None      # paid before this run (labkit.setup(), an earlier run): not here
-        results = []
+        progress.warm = warm if paying else None      # paid before this run (labkit.setup(), an earlier run): not here
+        results = progress.results
         try:
             for number, target in enumerate(targets, 1):
+                progress.running = target.name
                 with time_limit(timeout_per_op, target.name):
                     results.append(examine(target, tables))
                 if say is not None:
                     say(f"[{number}/{len(targets)}] {target.name}: {results[-1].verdict} "
                         f"({results[-1].seconds:.1f} s)")
+            progress.running = ""
         except KeyboardInterrupt:
-            stopped = f"stopped by Ctrl-C after {len(results)} of {len(targets)} op overloads"
-            raise Interrupted(DoctorReport(asked, environment(), results, [*warnings, stopped], warm,
-                                           time.perf_counter() - start, interrupted=stopped),
-                              len(results), len(targets)) from None
-    return DoctorReport(asked, environment(), results, warnings, warm, time.perf_counter() - start)
+            raise progress.interrupted() from None
+    return DoctorReport(asked, environment(), results, warnings, progress.warm, time.perf_counter() - progress.start)
 
 
 def examine_in_report(target: Target, tables: list[dict]) -> DoctorReport:
