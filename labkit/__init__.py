@@ -34,8 +34,8 @@ import sys
 def _started_as_the_doctor() -> bool:
     """Whether this process is the doctor's command line (``python -m labkit ...`` or ``labkit-doctor``)."""
     argv = getattr(sys, "orig_argv", [])
-    return any(a == "-m" and b == "labkit" for a, b in zip(argv, argv[1:])) or \
-        any(os.path.basename(a) == "labkit-doctor" for a in argv[1:2])
+    return "-mlabkit" in argv or any(a == "-m" and b == "labkit" for a, b in zip(argv, argv[1:])) or \
+        any(os.path.splitext(os.path.basename(a))[0] == "labkit-doctor" for a in argv[1:2])
 
 
 class _CtrlCWhileStarting:
@@ -47,7 +47,7 @@ class _CtrlCWhileStarting:
 
     def __exit__(self, kind, error, trace):
         if kind is KeyboardInterrupt and _started_as_the_doctor():
-            print("labkit doctor: stopped by Ctrl-C while starting (importing torch); nothing was examined.",
+            print("labkit doctor: stopped by Ctrl-C while starting (importing torch and labkit); nothing was examined.",
                   file=sys.stderr)
             raise SystemExit(2) from None
         return False
@@ -79,7 +79,7 @@ with _CtrlCWhileStarting():
     from .errors import TorchError  # noqa: E402
     from .stages import StageReport, compile_and_compare  # noqa: E402
 
-recordings.listen()  # which GPU cells' code ran (IPython's hooks; nothing in torch)
+    recordings.listen()  # which GPU cells' code ran (IPython's hooks; nothing in torch)
 
 # Imported on first use: ipywidgets is heavy, and the cache demo's subprocesses never need it.
 _LAZY_MODULES = ("widgets", "cache_demo", "preflight", "pictures", "doctor")

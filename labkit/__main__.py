@@ -169,9 +169,10 @@ _STDOUT_MOVED: list = []   # (fd 1's copy, Python's stdout) while the project's 
 def _stdout_back() -> None:
     """Undo :func:`_project_output_to_stderr`, C's buffer flushed first; called by it, or by the Ctrl-C watch's thread
     before it writes the report of a run it ends."""
-    if not _STDOUT_MOVED:
+    try:
+        saved, python_stdout = _STDOUT_MOVED.pop()
+    except IndexError:         # put back already (by the other thread)
         return
-    saved, python_stdout = _STDOUT_MOVED.pop()
     for step in (sys.stderr.flush, _flush_c_stdio, python_stdout.flush):   # each alone: none may keep fd 1
         with contextlib.suppress(Exception):
             step()
@@ -209,45 +210,52 @@ def _doctor(argv: list[str] | None, watch) -> int:
             _parser().error(problem)
     except SystemExit as done:   # --help (0) or a usage error (2, said in one sentence): a status, not an exit
         return done.code if isinstance(done.code, int) else USAGE_ERROR
+    except KeyboardInterrupt:
+        return _stopped_before_any_op(watch)
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())   # as python -m does: the project's own modules import from its folder
     watch.limit_s = args.timeout_per_op
     try:
         from . import doctor as doctor_module
-        from .doctor import formats
+        from .doctor import formats, running
     except KeyboardInterrupt:
         return _stopped_before_any_op(watch)
-    watch.stuck = lambda: _end_stuck(args, formats)
+    running.CURRENT = None
+    watch.on_stuck = lambda: _end_stuck(args, formats)
     say = None if args.quiet else doctor_module.say_to_stderr
-    stopped = None
     try:
         with _project_output_to_stderr():
             report = _examined(args, doctor_module, say)
     except doctor_module.UsageError as problem:
-        print(f"labkit doctor: {problem}", file=sys.stderr)
+        with watch.main_reports():
+            print(f"labkit doctor: {problem}", file=sys.stderr)
         return USAGE_ERROR
     except doctor_module.Interrupted as interrupted:     # Ctrl-C between or inside ops: keep what was examined
-        report, stopped = interrupted.report, interrupted
-    except KeyboardInterrupt:
-        return _stopped_before_any_op(watch)
-    if stopped is not None:
-        with watch.taking_it():
-            return _keep_what_was_examined(args, report, formats, stopped)
-    try:
-        written = _write_reports(args, report, formats)
-    except KeyboardInterrupt:
-        with watch.taking_it():
+        with watch.main_reports(after_ctrl_c=True):
+            return _keep_what_was_examined(args, interrupted.report, formats, interrupted)
+    except KeyboardInterrupt:    # before the first op, or a second Ctrl-C while the first was being taken
+        progress = running.CURRENT
+        if progress is None or not (progress.running or progress.results):
+            return _stopped_before_any_op(watch)
+        with watch.main_reports(after_ctrl_c=True):
+            stopped = progress.interrupted()
+            return _keep_what_was_examined(args, stopped.report, formats, stopped)
+    with watch.main_reports():
+        try:
+            written = _write_reports(args, report, formats)
+        except KeyboardInterrupt:
+            watch.took_ctrl_c = True
             print("labkit doctor: stopped by Ctrl-C while writing the reports (each is whole or as it was before).",
                   file=sys.stderr)
-        return USAGE_ERROR
-    return written if written is not None else _status(report, args.strict)
+            return USAGE_ERROR
+        return written if written is not None else _status(report, args.strict)
 
 
 BEFORE_ANY_OP = "stopped by Ctrl-C before any op was examined (while importing or warming up)"
 
 
 def _stopped_before_any_op(watch) -> int:
-    with watch.taking_it():
+    with watch.main_reports(after_ctrl_c=True):
         print(f"labkit doctor: {BEFORE_ANY_OP}.", file=sys.stderr)
     return USAGE_ERROR
 
@@ -265,8 +273,9 @@ def _keep_what_was_examined(args, report, formats, stopped, why: str = "") -> in
 
 
 def _end_stuck(args, formats) -> None:
-    """From the Ctrl-C watch's thread: the main thread did not take the interrupt in time (a kernel blocked in C code,
-    or code that caught it). Say so, keep the report of the ops examined, end the process (exit 2)."""
+    """From the Ctrl-C watch's thread: the main thread did not take the interrupt in time (a kernel waiting in C
+    code, or code that caught it). Say so and keep the report of the ops examined; the watch then ends the process
+    (exit 2)."""
     from .doctor import running, stopping
 
     _stdout_back()
@@ -274,12 +283,11 @@ def _end_stuck(args, formats) -> None:
             "caught the interrupt), so the doctor ended without waiting")
     progress = running.CURRENT
     if progress is None or not (progress.running or progress.results):
-        print(f"labkit doctor: {BEFORE_ANY_OP}; that{late}.", file=sys.stderr)
-    else:
-        stopped = progress.interrupted()
-        _keep_what_was_examined(args, stopped.report, formats, stopped,
-                                f"; {stopped.running or 'the run'}{late}")
-    stopping.exit_now(USAGE_ERROR)
+        print(f"labkit doctor: stopped by Ctrl-C before any op was examined: the import or warm-up{late}.",
+              file=sys.stderr)
+        return
+    stopped = progress.interrupted()
+    _keep_what_was_examined(args, stopped.report, formats, stopped, f"; {stopped.running or 'the run'}{late}")
 
 
 def _write_reports(args, report, formats) -> int | None:
@@ -345,7 +353,7 @@ def _status(report, strict: bool) -> int:
 
 def doctor_main() -> None:
     """The ``labkit-doctor`` console script."""
-    raise SystemExit(doctor(sys.argv[1:], _process_watch()))
+    raise SystemExit(_command(["doctor", *sys.argv[1:]]))
 
 
 def main(argv: list[str] | None = None, watch=None) -> int:
@@ -356,12 +364,18 @@ def main(argv: list[str] | None = None, watch=None) -> int:
     return doctor(argv[1:], watch)
 
 
-def _process_watch():
-    """The command line's own process: Ctrl-C ends it in one sentence wherever it lands (labkit.doctor.stopping)."""
-    from .doctor.stopping import CtrlCWatch
+def _command(argv: list[str]) -> int:
+    """The command line's own process (``python -m labkit``, ``labkit-doctor``): Ctrl-C ends it in one sentence
+    wherever it lands (:mod:`labkit.doctor.stopping`)."""
+    try:
+        from .doctor.stopping import CtrlCWatch
 
-    return CtrlCWatch().start()
+        watch = CtrlCWatch().start()
+    except KeyboardInterrupt:
+        print("labkit doctor: stopped by Ctrl-C while starting; nothing was examined.", file=sys.stderr)
+        return USAGE_ERROR
+    return main(argv, watch)
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(watch=_process_watch()))
+    raise SystemExit(_command(sys.argv[1:]))

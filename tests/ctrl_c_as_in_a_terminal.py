@@ -3,12 +3,15 @@
 A process started in the background by a non-interactive shell (``./lab test > log &``, as CI scripts and this
 project's sessions start the suite) has SIGINT ignored, and every process it starts inherits that: Python then
 installs no KeyboardInterrupt handler, so a test that sends SIGINT would measure how the suite was started, not the
-program. This resets SIGINT to its default and execs the command, whose Python then takes Ctrl-C as in a terminal.
+program. This resets SIGINT to its default (and unblocks it) and execs the command, whose Python then takes
+Ctrl-C as in a terminal.
 """
 
 import os
 import signal
 import sys
 
-signal.signal(signal.SIGINT, signal.SIG_DFL)
-os.execvp(sys.argv[1], sys.argv[1:])
+if __name__ == "__main__":
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})   # a blocked signal is inherited blocked too
+    os.execvp(sys.argv[1], sys.argv[1:])

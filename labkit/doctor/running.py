@@ -99,16 +99,17 @@ class Progress:
         self.running = ""          # the overload being examined now
         self.warm = None
         self.start = time.perf_counter()
+        self.environment = environment()   # now: the watch's thread must not start a subprocess or touch CUDA
 
     def interrupted(self) -> Interrupted:
         results = list(self.results)
         stopped = f"stopped by Ctrl-C after {len(results)} of {self.total} op overloads"
-        report = DoctorReport(self.asked, environment(), results, [*self.warnings, stopped], self.warm,
+        report = DoctorReport(self.asked, self.environment, results, [*self.warnings, stopped], self.warm,
                               time.perf_counter() - self.start, interrupted=stopped)
         return Interrupted(report, len(results), self.total, self.running)
 
 
-CURRENT: Progress | None = None    # the run in progress in this process, if any (what the command line's watch reads)
+CURRENT: Progress | None = None    # the last run started in this process (what the command line's watch reads)
 
 
 def _examine_all(targets: list[Target], tables: list[dict], say: Callable[[str], None] | None,
@@ -134,7 +135,8 @@ def _examine_all(targets: list[Target], tables: list[dict], say: Callable[[str],
             progress.running = ""
         except KeyboardInterrupt:
             raise progress.interrupted() from None
-    return DoctorReport(asked, environment(), results, warnings, progress.warm, time.perf_counter() - progress.start)
+    return DoctorReport(asked, progress.environment, results, warnings, progress.warm,
+                        time.perf_counter() - progress.start)
 
 
 def examine_in_report(target: Target, tables: list[dict]) -> DoctorReport:
