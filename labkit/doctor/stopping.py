@@ -42,7 +42,7 @@ class CtrlCWatch:
     when Ctrl-C does not raise ``KeyboardInterrupt`` here (ignored, or someone else's handler has it)."""
 
     def __init__(self):
-        self.on_stuck: Callable[[], None] = lambda: None
+        self.on_stuck: Callable[[], None] = _stopped_while_starting   # until the command line knows its options
         self.limit_s: float | None = None   # --timeout-per-op, which also bounds Python's wait for threads at exit
         self.command_line = False            # started: this process is the doctor's command line
         self.active = False                  # and Ctrl-C reaches the watch
@@ -161,6 +161,10 @@ def threads_python_waits_for() -> list[threading.Thread]:
 
 def _names(threads: list[threading.Thread]) -> str:
     return ", ".join(repr(t.name) for t in threads[:4]) + (", ..." if len(threads) > 4 else "")
+
+
+def _stopped_while_starting() -> None:
+    print("labkit doctor: stopped by Ctrl-C while starting; nothing was examined.", file=sys.stderr)
 
 
 def _no_wakeup_fd() -> None:

@@ -27,6 +27,13 @@ from labkit.__main__ import main
 
 pytest_plugins = ("pytester",)
 
+# pytester puts sys.modules back after each in-process run: a torch module first imported inside one (the doctor's
+# first compile, when that test is the first of its worker to compile) is imported again by the next compile, and
+# Dynamo refuses to register its backends twice ("duplicate name: dynamo_minifier_backend": every later compile in
+# that worker fails). Imported here, before any test, they are in every snapshot.
+torch._dynamo.list_backends(exclude_tags=())
+torch.compile(lambda x: x + 1, backend="inductor")(torch.ones(2))
+
 OPS = '''
 import torch
 
@@ -787,10 +794,12 @@ def test_json_to_stdout_stays_json_when_the_project_prints(tmp_path):
         assert said in done.stderr, said
 
 
-def _doctor_told_ctrl_c(tmp_path, source: str, *argv: str, env: dict | None = None, wait_for: str = "started"):
+def _doctor_told_ctrl_c(tmp_path, source: str, *argv: str, env: dict | None = None, wait_for: str = "started",
+                        ignored: bool = False):
     """``python -m labkit doctor`` on a module made of ``source``, as a terminal starts it (Ctrl-C at its default
     however the suite was started: tests/ctrl_c_as_in_a_terminal.py, in a session of its own), Ctrl-C sent to its
     process group the moment ``wait_for`` appears (a file the project's code writes, or a phrase on stderr).
+    ``ignored``: started as a background job of a script is, with Ctrl-C ignored.
     Returns (exit status, stderr, seconds from Ctrl-C to exit)."""
     import signal
     import subprocess
@@ -801,8 +810,9 @@ def _doctor_told_ctrl_c(tmp_path, source: str, *argv: str, env: dict | None = No
     path = _module(tmp_path, "doc_ctrl_c", source)
     errors = tmp_path / "stderr.txt"
     with open(errors, "w") as err_file:
-        child = subprocess.Popen([sys.executable, str(ROOT / "tests" / "ctrl_c_as_in_a_terminal.py"), sys.executable,
-                                  "-m", "labkit", "doctor", path, *argv], stdout=subprocess.DEVNULL, stderr=err_file,
+        child = subprocess.Popen([sys.executable, str(ROOT / "tests" / "ctrl_c_as_in_a_terminal.py"),
+                                  *(["--ignored"] if ignored else []), sys.executable, "-m", "labkit", "doctor", path,
+                                  *argv], stdout=subprocess.DEVNULL, stderr=err_file,
                                  cwd=ROOT, env={**os.environ, **(env or {})}, start_new_session=True)
         try:
             deadline = time.monotonic() + 280
@@ -930,6 +940,35 @@ def test_a_project_thread_that_never_ends_is_named_and_ctrl_c_stops_the_wait(tmp
         "labkit doctor: stopped waiting for the project's thread(s) by Ctrl-C; the run was over."], err[-3000:]
     assert status == 0 and "Traceback" not in err, (status, err[-3000:])
     assert took < 10, f"{took:.1f} s from Ctrl-C to exit"
+
+
+def test_a_doctor_started_with_ctrl_c_ignored_keeps_ignoring_it(tmp_path):
+    """A background job of a script (``labkit doctor ... &``) has Ctrl-C ignored, as the shell asked: the run goes
+    on to its end (the second op's kernel sleeps 3 s once, and takes the signal meanwhile)."""
+    report = tmp_path / "whole.json"
+    once = "if '_slept' not in globals(): globals()['_slept'] = time.sleep(3)"
+    status, err, _ = _doctor_told_ctrl_c(tmp_path, _two_ops(tmp_path, once), "--json", str(report), "-q",
+                                         ignored=True)
+    assert status == 0 and "Ctrl-C" not in err, err[-3000:]
+    assert [r["op"] for r in json.loads(report.read_text())["results"]] == ["t::doc_int_a.default",
+                                                                            "t::doc_int_b.default"]
+
+
+def test_the_doctor_called_in_process_leaves_signals_and_threads_as_they_were(tmp_path, capsys):
+    """Only the command line's own process watches Ctrl-C: a notebook's or a test's main([...]) changes nothing."""
+    import signal
+    import threading
+
+    def state():
+        wakeup = signal.set_wakeup_fd(-1)
+        signal.set_wakeup_fd(wakeup)
+        return signal.getsignal(signal.SIGINT), wakeup, [t.name for t in threading.enumerate() if "labkit" in t.name]
+
+    before = state()
+    path = _module(tmp_path, "doc_in_process", _two_ops(tmp_path, "pass").replace("doc_int_", "doc_inproc_"))
+    status, _, err = _run(capsys, path, "-q")
+    assert status == 0, err
+    assert state() == before
 
 
 @pytest.mark.slow
