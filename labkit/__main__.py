@@ -234,11 +234,10 @@ def _doctor(argv: list[str] | None, watch) -> int:
         with watch.main_reports(after_ctrl_c=True):
             return _keep_what_was_examined(args, interrupted.report, formats, interrupted)
     except KeyboardInterrupt:    # before the first op, or a second Ctrl-C while the first was being taken
-        progress = running.CURRENT
-        if progress is None or not (progress.running or progress.results):
+        stopped = running.interrupted_run()
+        if stopped is None:
             return _stopped_before_any_op(watch)
         with watch.main_reports(after_ctrl_c=True):
-            stopped = progress.interrupted()
             return _keep_what_was_examined(args, stopped.report, formats, stopped)
     with watch.main_reports():
         try:
@@ -281,12 +280,11 @@ def _end_stuck(args, formats) -> None:
     _stdout_back()
     late = (f" did not stop within {stopping.GRACE_S:g} s of it (C code that does not return to Python, or code that "
             "caught the interrupt), so the doctor ended without waiting")
-    progress = running.CURRENT
-    if progress is None or not (progress.running or progress.results):
+    stopped = running.interrupted_run()
+    if stopped is None:
         print(f"labkit doctor: stopped by Ctrl-C before any op was examined: the import or warm-up{late}.",
               file=sys.stderr)
         return
-    stopped = progress.interrupted()
     _keep_what_was_examined(args, stopped.report, formats, stopped, f"; {stopped.running or 'the run'}{late}")
 
 

@@ -112,6 +112,15 @@ class Progress:
 CURRENT: Progress | None = None    # the last run started in this process (what the command line's watch reads)
 
 
+def interrupted_run() -> Interrupted | None:
+    """What a Ctrl-C now keeps of the last run (:attr:`Progress.interrupted`), or None when no op was taken up yet
+    (the import or the warm-up was stopped: there is nothing to report)."""
+    progress = CURRENT
+    if progress is None or not (progress.running or progress.results):
+        return None
+    return progress.interrupted()
+
+
 def _examine_all(targets: list[Target], tables: list[dict], say: Callable[[str], None] | None,
                  asked: list[str], warnings: list[str], timeout_per_op: float | None = None) -> DoctorReport:
     global CURRENT
