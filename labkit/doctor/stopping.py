@@ -6,8 +6,8 @@ Python turns Ctrl-C into ``KeyboardInterrupt`` only when the main thread runs Py
 C code that has let go of Python's lock (a C++ op, a wait on a C++ future), or code that catches the interrupt,
 would keep the run going forever. So the watch also has the signal written to a pipe (:func:`signal.set_wakeup_fd`:
 done in C the moment it arrives), which a thread of its own reads: if the main thread has not taken the interrupt
-within :data:`GRACE_S`, that thread ends the run itself. (C code that holds Python's lock stops every thread: only
-``--timeout-per-op`` or a signal Python does not handle ends that.)
+within :data:`GRACE_S`, that thread ends the run itself. (C code that holds Python's lock stops every Python
+thread, this one and ``--timeout-per-op``'s timer too: only a signal Python does not handle ends that.)
 
 A process started with Ctrl-C ignored (a background job of a script, ``labkit doctor ... &``) keeps ignoring it,
 as every program does: the shell asked for that, and the watch stays off. So it does off POSIX systems.
