@@ -1,4 +1,4 @@
-"""Build notebooks/NN_*.ipynb from their percent-format sources in tools/notebook_sources/, and run them.
+"""Build notebooks/NN_*.ipynb from their percent-format sources in lessons/, and run them.
 
     python tools/build_notebooks.py              # build and execute every notebook
     python tools/build_notebooks.py 00 02        # only these (a number, or a name)
@@ -52,7 +52,7 @@ from nbclient import NotebookClient
 import facts  # tools/facts.py, beside this file
 from repo import ROOT
 
-SOURCES = ROOT / "tools" / "notebook_sources"
+SOURCES = ROOT / "lessons"
 NOTEBOOKS = ROOT / "notebooks"
 KERNEL = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"

@@ -62,7 +62,7 @@ def pyproject(root: pathlib.Path = ROOT) -> dict:
 
 
 def sources(root: pathlib.Path = ROOT) -> list[str]:
-    return sorted(p.stem for p in (root / "tools" / "notebook_sources").glob("[0-9][0-9]_*.py"))
+    return sorted(p.stem for p in (root / "lessons").glob("[0-9][0-9]_*.py"))
 
 
 def unknown_keys(lab: dict) -> list[str]:
@@ -82,11 +82,11 @@ def registry_problems(root: pathlib.Path = ROOT) -> list[str]:
     entries = pyproject(root)["tool"]["lab"].get("notebooks", [])
     stems = [e.get("stem") for e in entries]
     found = sources(root)
-    problems = [f"tools/notebook_sources/{s}.py has no [[tool.lab.notebooks]] entry in pyproject.toml: add one "
+    problems = [f"lessons/{s}.py has no [[tool.lab.notebooks]] entry in pyproject.toml: add one "
                 f"({', '.join(ENTRY)}), then run python tools/build_notebooks.py --facts"
                 for s in found if s not in stems]
     problems += [f"pyproject.toml's [[tool.lab.notebooks]] registers {s}, which has no "
-                 f"tools/notebook_sources/{s}.py" for s in stems if s not in found]
+                 f"lessons/{s}.py" for s in stems if s not in found]
     problems += [f"pyproject.toml's [[tool.lab.notebooks]] entry {e.get('stem')!r} lacks {', '.join(missing)}"
                  for e in entries if (missing := [k for k in ENTRY if k not in e])]
     if stems != sorted(stems, key=str):
@@ -122,7 +122,7 @@ def unrounded_minutes(root: pathlib.Path, lab: dict) -> dict[str, float]:
             raise FactsError(f"notebooks/{nb['stem']}.ipynb is missing, and its learner time is counted from it: "
                              f"build it (python tools/build_notebooks.py {nb['stem'][:2]})")
         counted = lesson_metrics.measure(lesson_metrics.nbformat.read(path, as_version=4))
-        source = (root / "tools" / "notebook_sources" / f"{nb['stem']}.py").read_text()
+        source = (root / "lessons" / f"{nb['stem']}.py").read_text()
         exercises = len(re.findall(r"^# ## Exercise\b", source, re.M))
         minutes = (counted["words"] / pace["words_per_minute"]
                    + counted["visible code lines"] / pace["code_lines_per_minute"]
@@ -166,7 +166,7 @@ def _used_minutes(agenda: dict, workshop: dict, notebook_minutes: list[int], num
 
 
 def _sections(root: pathlib.Path, stem: str) -> set[str]:
-    source = (root / "tools" / "notebook_sources" / f"{stem}.py").read_text()
+    source = (root / "lessons" / f"{stem}.py").read_text()
     return set(re.findall(r"^# ## (\d+)\.", source, re.M))
 
 
@@ -297,7 +297,7 @@ def regions(project: dict, checked: list[str], root: pathlib.Path = ROOT) -> dic
                                  ("lesson-metrics", "md", ["", *lesson_table(root), ""])],
         "docs/maintaining.md": [("gpu-runs", "md", ["", *gpu_runs.table(root), ""]),
                                 ("headroom", "md", headroom(root, lab))],
-        "tools/notebook_sources/00_start_here.py": [("map", "py-md", map_cell(nbs, learner))],
+        "lessons/00_start_here.py": [("map", "py-md", map_cell(nbs, learner))],
         "INSTRUCTORS.md": [("timings", "md", instructors_timings(nbs, learner)),
                            ("agendas", "md", agendas(root, lab, learner)),
                            ("gpu-room", "md", ["", *gpu_runs.room(root), ""])],
@@ -313,7 +313,7 @@ def lines(project: dict, root: pathlib.Path = ROOT) -> dict[str, list[tuple[str,
     """{file: [(a pattern matching exactly one line's fact, what it becomes)]}: facts without markers."""
     lab = project["tool"]["lab"]
     learner = learner_minutes(root, lab)
-    headers = {f"tools/notebook_sources/{nb['stem']}.py": [(r"(?m)^(# \*\*Time:\*\* about )\d+( minutes)",
+    headers = {f"lessons/{nb['stem']}.py": [(r"(?m)^(# \*\*Time:\*\* about )\d+( minutes)",
                                                              rf"\g<1>{learner[nb['stem']]}\g<2>")]
                for nb in lab["notebooks"]}
     return {**headers,

@@ -28,7 +28,7 @@ import nbformat
 from repo import ROOT, commit
 
 RUNS = ROOT / "docs" / "gpu-runs"
-SOURCES = ROOT / "tools" / "notebook_sources"
+SOURCES = ROOT / "lessons"
 CELL_LINE = re.compile(r"\b(PASSED|FAILED|ERROR)\s+notebooks/(\d\d_\w+)(?:\.ipynb)?::ipynb::Cell (\d+)")
 STEP_LINE = re.compile(r"^=== (\S+): rc (\d+), (\d+) s$", re.M)
 
@@ -103,7 +103,7 @@ def table(root: pathlib.Path = ROOT) -> list[str]:
     """Per notebook: its latest GPU run (date, device, torch), the result, and whether its code changed since."""
     kept = runs(root / "docs" / "gpu-runs")
     lines = ["| Notebook | Last run on a GPU | Result there | Its code since |", "|---|---|---|---|"]
-    for source in sorted((root / "tools" / "notebook_sources").glob("[0-9][0-9]_*.py")):
+    for source in sorted((root / "lessons").glob("[0-9][0-9]_*.py")):
         last = next((run for run in reversed(kept) if run["notebooks"].get(source.stem, {}).get("passed")
                      or run["notebooks"].get(source.stem, {}).get("failed")), None)
         if last is None:
@@ -125,7 +125,7 @@ def has_gpu_cells(source_text: str) -> bool:
 def numbers_with_gpu_cells(root: pathlib.Path = ROOT) -> list[str]:
     """The numbers of the notebooks whose sources have a GPU cell, in order: the GPU-room note names them, and
     ``take`` rebuilds them."""
-    sources = sorted((root / "tools" / "notebook_sources").glob("[0-9][0-9]_*.py"))
+    sources = sorted((root / "lessons").glob("[0-9][0-9]_*.py"))
     return [source.stem[:2] for source in sources if has_gpu_cells(source.read_text())]
 
 
@@ -133,7 +133,7 @@ def room(root: pathlib.Path = ROOT) -> list[str]:
     """INSTRUCTORS.md's GPU-room note: the notebooks with GPU cells, then per device and torch of the latest
     run of each notebook, which ran whole, which stopped where, which never ran, and which changed since."""
     kept = runs(root / "docs" / "gpu-runs")
-    sources = sorted((root / "tools" / "notebook_sources").glob("[0-9][0-9]_*.py"))
+    sources = sorted((root / "lessons").glob("[0-9][0-9]_*.py"))
     with_gpu = numbers_with_gpu_cells(root)
     lines = [f"- Notebooks with GPU cells (they run on a GPU, and show an earlier GPU's recording on a CPU): "
              f"{', '.join(with_gpu) or 'none'}."]

@@ -7,7 +7,7 @@
 
 A *GPU cell* is a code cell whose first line is ``# GPU cell: <title>``; its second line may declare what it
 needs, ``# needs: <title>; <title>``, naming ``# GPU setup: <title>`` cells or earlier GPU cells
-(labkit/recordings.py). The notebook is built from its source in tools/notebook_sources/ and executed in a
+(labkit/recordings.py). The notebook is built from its source in lessons/ and executed in a
 fresh kernel, as nbval would; each GPU cell's printed text is stored with the code it ran (the cell and,
 transitively, what it needs), the device, the torch and Triton versions (read inside that kernel), labkit's
 version and commit, and the date. A notebook shows a recording only through ``labkit.show_gpu_recording()``,

@@ -34,7 +34,7 @@ from showings import SHOWINGS  # where each widget is shown, and its README pict
 SCREENSHOTS = ROOT / "docs" / "screenshots"
 MANIFEST = SCREENSHOTS / "manifest.json"
 COMMAND = ".venv/bin/python tools/screenshots.py"
-SOURCES = "tools/notebook_sources"
+SOURCES = "lessons"
 
 # The labkit modules whose text a widget's view shows (its controls, its report, the op names).
 WIDGET_CODE = ("labkit/widgets.py", "labkit/render.py", "labkit/experiments.py", "labkit/naming.py")

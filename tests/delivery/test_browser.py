@@ -80,7 +80,7 @@ FLIPS = {showing.notebook: showing for showing in SHOWINGS}
 
 FIRST_RUN = "00_start_here"
 # what the file browser must show a learner at the top, and must not (maintainers' folders)
-SHOWN = {"README.md", "INSTRUCTORS.md", "notebooks", "labkit"}
+SHOWN = {"README.md", "INSTRUCTORS.md", "notebooks", "labkit", "lessons"}
 HIDDEN = {"tools", "tests", "benchmarks", "binder", "src"}
 NEWS = "official Jupyter news"  # JupyterLab's pop-up: "Would you like to get notified about official Jupyter news?"
 
@@ -440,7 +440,7 @@ def test_a_gpu_cell_shows_its_recording_labelled_in_jupyterlab(lab_url, browser)
     code it ran relates to this cell's (the status the stored notebook shows), and the difference folded away."""
     import record_gpu
 
-    source = ROOT / "tools" / "notebook_sources" / f"{GPU_NOTEBOOK}.py"
+    source = ROOT / "lessons" / f"{GPU_NOTEBOOK}.py"
     cells = record_gpu.titled(source)
     needed = recordings.closure(GPU_CELL, cells.get)
     status = recordings.status(GPU_CELL, cells.get)

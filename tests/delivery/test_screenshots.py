@@ -65,5 +65,5 @@ def test_the_stale_check_notices_a_file_browser_listing_that_changed(monkeypatch
 
 def test_listing_hides_what_the_lab_server_hides():
     top = screenshots.listing("")
-    assert {"README.md", "INSTRUCTORS.md", "notebooks", "labkit"} <= set(top)
+    assert {"README.md", "INSTRUCTORS.md", "notebooks", "labkit", "lessons"} <= set(top)
     assert not {"tools", "tests", "benchmarks", "binder", ".git", ".gitignore"} & set(top), top

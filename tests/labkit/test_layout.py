@@ -199,7 +199,7 @@ def test_a_sentence_that_sends_a_learner_to_a_lesson_names_the_notebook_that_tea
     import jupytext
 
     lesson = lessons.notebook_about(topic)
-    opening = jupytext.read(LABKIT.parent / "tools" / "notebook_sources" / f"{lesson.stem}.py").cells[0].source
+    opening = jupytext.read(LABKIT.parent / "lessons" / f"{lesson.stem}.py").cells[0].source
     assert teaches in opening, f"{topic!r} points to {lesson.stem}, whose opening does not teach it"
     if sentence is not None:
         assert f"notebook {lesson.number}" in sentence()

@@ -285,7 +285,7 @@ def test_every_widget_showing_matches_its_notebook_and_every_widget_is_shown():
     from repo import ROOT
 
     for showing in SHOWINGS:
-        source = (ROOT / "tools" / "notebook_sources" / f"{showing.notebook}.py").read_text()
+        source = (ROOT / "lessons" / f"{showing.notebook}.py").read_text()
         assert source.count(showing.call) == 1, \
             f"{showing}: its whole call, every argument as written, is not once in {showing.notebook}'s source"
         assert showing.screenshot is None or showing.screenshot_after <= len(showing.flips), showing

@@ -8,7 +8,7 @@ import pytest
 
 from repo import ROOT
 
-SOURCES = sorted((ROOT / "tools" / "notebook_sources").glob("[0-9][0-9]_*.py"))
+SOURCES = sorted((ROOT / "lessons").glob("[0-9][0-9]_*.py"))
 INSTRUCTORS = ROOT / "INSTRUCTORS.md"
 KEY_HEADING = "## Answer key: the Questions at the end of each notebook"
 

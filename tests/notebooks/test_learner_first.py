@@ -1,6 +1,6 @@
 """Story in front, proof behind: what a learner reads, checked on every notebook source and stored notebook.
 
-On a source (tools/notebook_sources/NN_*.py), for every cell a learner sees (not a collapsed ``check`` or
+On a source (lessons/NN_*.py), for every cell a learner sees (not a collapsed ``check`` or
 ``solution`` cell):
 (e) no ``assert``: a claim's checks go in the collapsed, silent check cell after the demo
     (``# %% tags=["check"]``, first line ``#@title Check: <the claim>``);
@@ -31,7 +31,7 @@ import pytest
 
 from repo import ROOT
 
-SOURCES = sorted((ROOT / "tools" / "notebook_sources").glob("[0-9][0-9]_*.py"))
+SOURCES = sorted((ROOT / "lessons").glob("[0-9][0-9]_*.py"))
 COLLAPSED = {"check", "solution"}
 PUBLIC_ENOUGH = ("torch._dynamo.config", "torch._inductor.config", "torch._functorch.config", "torch._logging.set_logs",
                  "torch._dynamo.explain", "torch._dynamo.mark_dynamic", "torch._dynamo.mark_unbacked")

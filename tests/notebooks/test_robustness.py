@@ -17,7 +17,7 @@ from nbclient import NotebookClient
 from repo import ROOT
 
 NOTEBOOKS = [ROOT / "notebooks" / f"{source.stem}.ipynb"
-             for source in sorted((ROOT / "tools" / "notebook_sources").glob("[0-9][0-9]_*.py"))]
+             for source in sorted((ROOT / "lessons").glob("[0-9][0-9]_*.py"))]
 
 
 def _errors(cell) -> list[str]:

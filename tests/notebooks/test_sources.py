@@ -12,7 +12,7 @@ import pytest
 
 from repo import ROOT
 
-SOURCES = sorted((ROOT / "tools" / "notebook_sources").glob("[0-9][0-9]_*.py"))
+SOURCES = sorted((ROOT / "lessons").glob("[0-9][0-9]_*.py"))
 NOTEBOOKS = [ROOT / "notebooks" / f"{source.stem}.ipynb" for source in SOURCES]
 
 
@@ -30,7 +30,7 @@ def test_check_executes_nothing_and_names_the_notebook_whose_source_changed(tmp_
     """--check compares cells only: a changed source fails it with one line naming that notebook,
     and no notebook is rebuilt (--check 02 used to re-execute notebook 02 over the stored one)."""
     _copy_of_the_lab(tmp_path)
-    source = tmp_path / "tools" / "notebook_sources" / SOURCES[2].name
+    source = tmp_path / "lessons" / SOURCES[2].name
     source.write_text(source.read_text() + "\n# %%\nprint('a new cell')\n")
     stored = (tmp_path / "notebooks" / NOTEBOOKS[2].name).read_bytes()
 
@@ -45,13 +45,13 @@ def test_check_executes_nothing_and_names_the_notebook_whose_source_changed(tmp_
 
 def _copy_of_the_lab(tmp_path: pathlib.Path) -> pathlib.Path:
     """The files tools/build_notebooks.py --facts reads and writes, with only the registered sources."""
-    for folder in ("tools", "notebooks", "labkit", "docs", "binder"):
+    for folder in ("tools", "lessons", "notebooks", "labkit", "docs", "binder"):
         shutil.copytree(ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__", "*.png"))
     for name in ("pyproject.toml", "README.md", "INSTRUCTORS.md", "requirements.txt"):
         shutil.copy(ROOT / name, tmp_path)
     import facts
     registered = {nb["stem"] for nb in facts.pyproject(ROOT)["tool"]["lab"]["notebooks"]}
-    for source in (tmp_path / "tools" / "notebook_sources").glob("[0-9][0-9]_*.py"):
+    for source in (tmp_path / "lessons").glob("[0-9][0-9]_*.py"):
         if source.stem not in registered:  # a notebook being written, not yet registered
             source.unlink()
     return tmp_path
@@ -86,9 +86,9 @@ def test_a_changed_registry_value_fails_check_naming_each_stale_file_and_facts_f
     stale = _check(root)
     named = {line.split(":")[0] for line in stale.stdout.splitlines()}
     assert stale.returncode == 1, stale.stdout
-    assert {"README.md", "INSTRUCTORS.md", "tools/notebook_sources/00_start_here.py"} <= named, stale.stdout
+    assert {"README.md", "INSTRUCTORS.md", "lessons/00_start_here.py"} <= named, stale.stdout
     assert named <= {"README.md", "INSTRUCTORS.md", "docs/maintaining.md"} | {  # maintaining.md: the headroom
-        f"tools/notebook_sources/{s.name}" for s in SOURCES}
+        f"lessons/{s.name}" for s in SOURCES}
     assert all(line.endswith("run python tools/build_notebooks.py --facts") for line in stale.stdout.splitlines())
     assert (root / "README.md").read_text() == readme_before  # --check writes nothing
 
@@ -101,7 +101,7 @@ def test_a_changed_registry_value_fails_check_naming_each_stale_file_and_facts_f
     assert any(minutes % 5 for minutes in learner.values()), "to the minute now, not rounded up to 5"
     # the notebooks left stale are exactly those whose source (its Time line, 00's map) --facts rewrote
     left = sorted(line.split(":")[0] for line in _check(root).stdout.splitlines())
-    rewritten = sorted(pathlib.Path(name).stem + ".ipynb" for name in named if name.startswith("tools/"))
+    rewritten = sorted(pathlib.Path(name).stem + ".ipynb" for name in named if name.startswith("lessons/"))
     assert left == rewritten, _check(root).stdout
 
 
@@ -149,7 +149,7 @@ def test_an_agenda_naming_an_unregistered_notebook_gets_one_sentence():
 
 def test_a_source_without_a_registry_entry_is_refused_but_still_builds_by_name(tmp_path):
     root = _copy_of_the_lab(tmp_path)
-    new = root / "tools" / "notebook_sources" / "98_new_idea.py"
+    new = root / "lessons" / "98_new_idea.py"
     new.write_text("# %% [markdown]\n# # A new idea\n")
     for command in (_check(root), _facts(root)):
         assert command.returncode == 1 and "98_new_idea.py has no [[tool.lab.notebooks]] entry" in \
@@ -159,7 +159,7 @@ def test_a_source_without_a_registry_entry_is_refused_but_still_builds_by_name(t
     new.unlink()
     pyproject = root / "pyproject.toml"
     pyproject.write_text(pyproject.read_text().replace('stem = "06_field_guide"', 'stem = "06_gone"'))
-    assert "registers 06_gone, which has no tools/notebook_sources/06_gone.py" in _check(root).stdout
+    assert "registers 06_gone, which has no lessons/06_gone.py" in _check(root).stdout
 
 
 def test_a_new_registered_notebook_builds_by_name_before_the_version_matrix_ran_it(tmp_path):
@@ -167,7 +167,7 @@ def test_a_new_registered_notebook_builds_by_name_before_the_version_matrix_ran_
     built notebooks): building it by name only notes that the facts wait for the matrix; --facts and --check
     still fail until then."""
     root = _copy_of_the_lab(tmp_path)
-    (root / "tools" / "notebook_sources" / "98_new_idea.py").write_text("# %% [markdown]\n# # 98 · A new idea\n")
+    (root / "lessons" / "98_new_idea.py").write_text("# %% [markdown]\n# # 98 · A new idea\n")
     pyproject = root / "pyproject.toml"
     pyproject.write_text(pyproject.read_text() + '\n[[tool.lab.notebooks]]\nstem = "98_new_idea"\ntitle = "A new '
                          'idea"\nidea = "x"\nshort_idea = "x"\nexecution_s = 1\ndemo = "x"\n')

@@ -1,4 +1,4 @@
-"""The notebook style rules of docs/notebook-style.md, checked on every tools/notebook_sources/NN_*.py.
+"""The notebook style rules of docs/notebook-style.md, checked on every lessons/NN_*.py.
 
 (a) an op a notebook declares lives in its namespace ``nbNN`` (or ``nbNN<word>``);
 (b) one reset spelling, ``torch.compiler.reset()`` — never ``torch._dynamo.reset()``;
@@ -15,10 +15,8 @@ import jupytext
 
 from repo import ROOT
 
-# The published notebooks' sources, and drafts of new ones (tools/notebook_drafts/): a new notebook
-# follows the guide from its first line.
-SOURCES = sorted([*(ROOT / "tools" / "notebook_sources").glob("[0-9][0-9]_*.py"),
-                  *(ROOT / "tools" / "notebook_drafts").glob("[0-9][0-9]_*.py")])
+# Every lesson's source, a new one too from its first line (facts.py refuses one without its registry entry).
+SOURCES = sorted((ROOT / "lessons").glob("[0-9][0-9]_*.py"))
 MAX_LINES = 20
 # Calls that name an op (first argument or name=) or, for the Library ones, a namespace.
 DECLARES = {"custom_op", "triton_op", "declare", "scoped", "OpSpec", "define", "impl", "register_fake",

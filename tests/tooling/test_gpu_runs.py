@@ -45,10 +45,10 @@ def test_a_result_says_what_ran(entry, said):
 
 
 def test_the_table_marks_a_notebook_whose_source_changed_since_its_run(tmp_path):
-    (tmp_path / "tools" / "notebook_sources").mkdir(parents=True)
+    (tmp_path / "lessons").mkdir(parents=True)
     (tmp_path / "docs" / "gpu-runs").mkdir(parents=True)
     for stem, text in (("00_a", "same"), ("01_b", "now"), ("02_c", "never run")):
-        (tmp_path / "tools" / "notebook_sources" / f"{stem}.py").write_text(text)
+        (tmp_path / "lessons" / f"{stem}.py").write_text(text)
     run = {"date": "2026-11-30", "device": "GPU-X", "torch": "2.99", "notebooks": {
         "00_a": {"cells": 2, "passed": 2, "failed": 0, "source": gpu_runs.source_digest("same")},
         "01_b": {"cells": 2, "passed": 2, "failed": 0, "source": gpu_runs.source_digest("then")}}}
@@ -67,12 +67,12 @@ def test_take_refuses_a_run_that_had_no_gpu(tmp_path):
 
 def test_the_gpu_room_note_groups_by_device_and_names_what_never_ran_or_changed(tmp_path):
     """INSTRUCTORS.md's GPU-room note is made from the same summaries as the table."""
-    (tmp_path / "tools" / "notebook_sources").mkdir(parents=True)
+    (tmp_path / "lessons").mkdir(parents=True)
     (tmp_path / "docs" / "gpu-runs").mkdir(parents=True)
     texts = {"00_a": "# %%\nprint('cpu')\n", "01_b": "# %%\n# GPU cell: a kernel\nprint(1)\n", "02_c": "never run",
              "03_d": "cut short"}
     for stem, text in texts.items():
-        (tmp_path / "tools" / "notebook_sources" / f"{stem}.py").write_text(text)
+        (tmp_path / "lessons" / f"{stem}.py").write_text(text)
     run = {"date": "2026-11-30", "device": "GPU-X", "torch": "2.99", "notebooks": {
         "00_a": {"cells": 2, "passed": 2, "failed": 0, "source": gpu_runs.source_digest(texts["00_a"])},
         "01_b": {"cells": 2, "passed": 2, "failed": 0, "source": gpu_runs.source_digest("older")},
