@@ -1,7 +1,12 @@
 """Requirements stay friendly to Colab (torch already there, ipywidgets 7.7) and Binder (CPU torch),
 and the reference torch is stated once, in pyproject.toml's [tool.lab]."""
 
+import os
+import pathlib
 import subprocess
+import sys
+
+import pytest
 
 try:
     import tomllib
@@ -48,3 +53,26 @@ def test_the_lab_script_installs_the_reference_torch_from_pyproject():
 def test_ci_runs_exactly_the_readme_test_command():
     assert "exec ./lab test" in (ROOT / ".ci" / "run").read_text()
     assert "./lab test" in (ROOT / "README.md").read_text()
+
+
+def _lab_test_collects(*args: str) -> list[str]:
+    """The node ids `./lab test --collect-only -q ARGS` lists, with this Python's virtual environment."""
+    env = dict(os.environ, LAB_VENV=str(pathlib.Path(sys.executable).parents[1]))
+    done = subprocess.run(["bash", "./lab", "test", "--collect-only", "-q", "-n", "0", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return [line for line in done.stdout.splitlines() if "::" in line]
+
+
+@pytest.mark.slow  # two runs of ./lab (its setup check, torch imported for nbval's mode, a collection): ~25 s
+def test_lab_test_runs_only_the_paths_it_is_given_and_everything_without_one():
+    """`./lab test tests/labkit/test_ops.py` is the fast loop: that file alone (it used to add tests/ and notebooks/
+    to any path), and a node id that one test. With no path, pyproject.toml's testpaths: both folders, and an
+    option's value that happens to name a folder (-k notebooks) stays a value."""
+    this_one = "tests/delivery/test_packaging.py::test_ci_runs_exactly_the_readme_test_command"
+    named = _lab_test_collects("tests/labkit/test_ops.py", this_one)
+    assert this_one in named and {item.split("::")[0] for item in named} == {"tests/labkit/test_ops.py",
+                                                                             "tests/delivery/test_packaging.py"}
+    assert len([item for item in named if item.startswith("tests/delivery/")]) == 1, named
+    everything = {item.split("/")[0] for item in _lab_test_collects("-k", "notebooks")}
+    assert everything == {"tests", "notebooks"}, everything
