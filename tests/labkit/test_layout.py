@@ -221,3 +221,51 @@ def test_the_audit_runs_its_checks_in_order_with_named_kinds():
                                                  auditing.COMPILE, auditing.ALIASING]
     stops = {c.kind: c.stop_if for c in auditing.CHECKS}
     assert stops[auditing.COMPILE] == (auditing.EAGER,) and stops[auditing.ALIASING] == (auditing.COMPILE,)
+
+
+# --- docs/labkit.md, the map: one entry per module ---------------------------------------------------------------
+
+MAP = LABKIT.parent / "docs" / "labkit.md"
+# an entry: a list item that starts with the module's dotted name (labkit/__init__.py's is plain `labkit`)
+_ENTRY = re.compile(r"^\s*- `(labkit(?:\.[A-Za-z_][\w]*)*)`", re.M)
+
+
+def _entries(text: str) -> list[str]:
+    """The modules a map has an entry for, as :data:`MODULES` names them (``doctor.report``; ``__init__``)."""
+    return [found.removeprefix("labkit.") if found != "labkit" else "__init__" for found in _ENTRY.findall(text)]
+
+
+def _map_problems(text: str, modules: list[str]) -> list[str]:
+    entries = _entries(text)
+    return ([f"labkit.{name} has no entry in docs/labkit.md: add a '- `labkit.{name}` — its job' line to the "
+             "part of the map for its audience" for name in modules if name not in entries]
+            + [f"docs/labkit.md has an entry for labkit.{name}, which is no module: rename or remove it"
+               for name in sorted(set(entries) - set(modules))]
+            + [f"docs/labkit.md has {entries.count(name)} entries for labkit.{name}: keep one"
+               for name in sorted(set(entries)) if entries.count(name) > 1])
+
+
+def test_the_map_has_one_entry_for_every_module_and_none_for_a_module_that_is_gone():
+    assert _map_problems(MAP.read_text(), MODULES) == []
+
+
+def test_the_map_check_fails_on_a_new_module_a_stale_entry_and_a_second_entry():
+    text = MAP.read_text()
+    assert _map_problems(text, MODULES + ["doctor.newjob"]) == [
+        "labkit.doctor.newjob has no entry in docs/labkit.md: add a '- `labkit.doctor.newjob` — its job' line to the "
+        "part of the map for its audience"]
+    gone = text.replace("- `labkit.describe`", "- `labkit.descriptions`")
+    assert sorted(_map_problems(gone, MODULES))[0].startswith("docs/labkit.md has an entry for labkit.descriptions")
+    twice = text + "\n- `labkit.ops` — again\n"
+    assert _map_problems(twice, MODULES) == ["docs/labkit.md has 2 entries for labkit.ops: keep one"]
+
+
+def test_the_map_walks_the_widget_path_first_then_the_audiences_in_order():
+    headings = re.findall(r"^## (.+)$", MAP.read_text(), re.M)
+    order = ["The widget path", "The teaching layer", "The engine", "The checks", "The doctor", "The workshop tools"]
+    assert [next(i for i, h in enumerate(headings) if h.startswith(part)) for part in order] == sorted(
+        next(i for i, h in enumerate(headings) if h.startswith(part)) for part in order), headings
+    walk = MAP.read_text().split("## The widget path")[1].split("\n## ")[0]
+    files = re.findall(r"^\d+\. `(labkit/[\w/]+\.py)`", walk, re.M)
+    assert files[:2] == ["labkit/widgets.py", "labkit/experiments.py"] and all(
+        (LABKIT.parent / f).is_file() for f in files), files
