@@ -148,7 +148,8 @@ def test_readme_badges_and_pictures_point_at_real_files():
 
 # The pages a learner, an instructor or a maintainer reads, whose links must land (the other docs are written by
 # their tools).
-PAGES = ["README.md", "INSTRUCTORS.md", "docs/maintaining.md", "docs/measurements.md", "docs/labkit.md"]
+PAGES = ["README.md", "INSTRUCTORS.md", "docs/maintaining.md", "docs/measurements.md", "docs/labkit.md",
+         "lessons/README.md"]
 
 
 def _anchors(markdown: str) -> set[str]:

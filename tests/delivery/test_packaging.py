@@ -55,24 +55,43 @@ def test_ci_runs_exactly_the_readme_test_command():
     assert "./lab test" in (ROOT / "README.md").read_text()
 
 
-def _lab_test_collects(*args: str) -> list[str]:
-    """The node ids `./lab test --collect-only -q ARGS` lists, with this Python's virtual environment."""
-    env = dict(os.environ, LAB_VENV=str(pathlib.Path(sys.executable).parents[1]))
+def _lab_test_collects(*args: str, **extra_env: str) -> list[str]:
+    """The node ids `./lab test --collect-only -q ARGS` lists, with this Python's virtual environment (as ./lab
+    test runs it); skipped where ./lab's setup would install something first (a venv other than ./lab's, or one
+    older than the requirements): a test does not download."""
+    if sys.prefix == sys.base_prefix:
+        pytest.skip("not in a virtual environment: ./lab runs in one")
+    stamps = {".lab-installed": "requirements.txt pyproject.toml", ".lab-tests-installed": "tests/requirements.txt"}
+    for marker, files in stamps.items():
+        stamp = subprocess.run(f"cat {files} | cksum", shell=True, cwd=ROOT, capture_output=True, text=True).stdout
+        installed = pathlib.Path(sys.prefix, marker)
+        if not installed.exists() or installed.read_text() != stamp:
+            pytest.skip(f"./lab's setup would install first ({marker} is missing or stale): run ./lab test once")
+    env = {**os.environ, "LAB_VENV": sys.prefix, "LAB_CI": "", **extra_env}   # as on a maintainer's machine
     done = subprocess.run(["bash", "./lab", "test", "--collect-only", "-q", "-n", "0", *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     return [line for line in done.stdout.splitlines() if "::" in line]
 
 
-@pytest.mark.slow  # two runs of ./lab (its setup check, torch imported for nbval's mode, a collection): ~25 s
+@pytest.mark.slow  # four runs of ./lab (its setup check, torch imported for nbval's mode, a collection): ~40 s
 def test_lab_test_runs_only_the_paths_it_is_given_and_everything_without_one():
     """`./lab test tests/labkit/test_ops.py` is the fast loop: that file alone (it used to add tests/ and notebooks/
-    to any path), and a node id that one test. With no path, pyproject.toml's testpaths: both folders, and an
-    option's value that happens to name a folder (-k notebooks) stays a value."""
+    to any path), a node id that one test, a notebook that notebook, run as in the suite. With no path,
+    pyproject.toml's testpaths: both folders, and an option's value that happens to name a folder (-k notebooks)
+    stays a value."""
     this_one = "tests/delivery/test_packaging.py::test_ci_runs_exactly_the_readme_test_command"
-    named = _lab_test_collects("tests/labkit/test_ops.py", this_one)
-    assert this_one in named and {item.split("::")[0] for item in named} == {"tests/labkit/test_ops.py",
-                                                                             "tests/delivery/test_packaging.py"}
+    named = _lab_test_collects("tests/labkit/test_ops.py", this_one, "notebooks/00_start_here.ipynb")
+    assert this_one in named and {item.split("::")[0] for item in named} == {
+        "tests/labkit/test_ops.py", "tests/delivery/test_packaging.py", "notebooks/00_start_here.ipynb"}
     assert len([item for item in named if item.startswith("tests/delivery/")]) == 1, named
-    everything = {item.split("/")[0] for item in _lab_test_collects("-k", "notebooks")}
-    assert everything == {"tests", "notebooks"}, everything
+    # a notebook named alone runs as in the suite: tests/conftest.py adds its second Run All
+    cells = [item for item in named if item.startswith("notebooks/")]
+    assert len(cells) % 2 == 0 and sum(item.endswith("(Run All again)") for item in cells) == len(cells) // 2
+    everything = {item.split("::")[0] for item in _lab_test_collects("-k", "notebooks")}
+    assert {path.split("/")[0] for path in everything} == {"tests", "notebooks"}, everything
+    assert "tests/notebooks/test_sources.py" in everything and "notebooks/02_mutates_args.ipynb" in everything
+    # pytest's cache: on here (--lf reruns what failed last), off in CI (a clean clone has nothing to remember)
+    assert _lab_test_collects("--lf", "tests/labkit/test_describe.py")
+    with pytest.raises(AssertionError, match="unrecognized arguments: --lf"):
+        _lab_test_collects("--lf", "tests/labkit/test_describe.py", LAB_CI="1")

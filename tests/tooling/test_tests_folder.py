@@ -30,3 +30,14 @@ def test_the_suite_refuses_to_start_in_one_sentence_while_tests_holds_an_init(tm
                            "tests/torch"], cwd=copy, capture_output=True, text=True, timeout=120)
     assert done.returncode != 0, done.stdout[-2000:]
     assert "tests/torch/__init__.py: delete it" in done.stdout + done.stderr, (done.stdout + done.stderr)[-2000:]
+
+
+def test_tests_conftest_is_the_lab_s_only_conftest():
+    """./lab test loads tests/conftest.py as a plugin with --noconftest (so that `./lab test notebooks/02_...ipynb`
+    runs the notebook as the suite does, twice): a conftest.py anywhere else would be silently left out there."""
+    found = sorted(str(path.relative_to(ROOT)) for folder in ("tests", "notebooks", "lessons", "tools", "labkit")
+                   for path in (ROOT / folder).rglob("conftest.py")) + (["conftest.py"] if (ROOT / "conftest.py")
+                                                                        .exists() else [])
+    assert found == ["tests/conftest.py"], f"{found}: put its fixtures and hooks in tests/conftest.py"
+    lab = (ROOT / "lab").read_text()
+    assert "-m pytest -p conftest --noconftest" in lab
