@@ -48,6 +48,7 @@ from .env import compiler_unavailable
 from .logs import torch_loggers
 from .compare import copy_inputs
 from .errors import InputError, as_torch_error
+from .findings import Finding
 from .stages import compile_and_compare
 
 COMPILE_MODES = (("aot_eager", False), ("aot_eager", True), ("inductor", False), ("inductor", True))
@@ -157,32 +158,17 @@ INPUT = "input"              # what was passed cannot be audited: nothing was ch
 NOTE = "note"                # a limit of this audit, not a defect: it goes to "not checkable here"
 
 
-@dataclasses.dataclass(frozen=True)
-class Finding:
-    check: str  # its kind (above); an opcheck finding adds its test's name, "opcheck:test_schema"
-    problem: str
-    why: str
-    fix: str
-    compiled: str = ""  # what torch.compile got wrong because of it, where this audit saw it happen
-    detail: str = ""    # torch's whole message, where ``problem`` quotes it shortened (a bug report wants it all)
-
-    def __str__(self):
-        text = f"[{self.check}] {self.problem}\n    why: {self.why}\n    fix: {self.fix}"
-        return text + (f"\n    under torch.compile: {self.compiled}" if self.compiled else "")
-
-
-def kind_of(finding: Finding) -> str:
-    """The kind of a finding: its ``check`` without an opcheck test's name."""
-    return finding.check.split(":")[0]
-
-
 @dataclasses.dataclass
 class AuditReport:
+    """One audit: the op's defects (``findings``), and its ``notes``: what this audit could not check on these
+    inputs (findings of kind :data:`NOTE`, each with its ``fix``), said under "not checkable here" with
+    :data:`CANNOT_SEE`, what no audit can see."""
+
     op: str
     schema: str
     findings: list[Finding]
     checks_run: list[str]
-    cannot_see: str
+    notes: list[Finding]
     seconds: float
 
     @property
@@ -190,7 +176,28 @@ class AuditReport:
         return not self.findings
 
     def kinds(self) -> set[str]:
-        return {kind_of(f) for f in self.findings}
+        return {f.kind for f in self.findings}
+
+    def not_checkable(self) -> list[str]:
+        """Each limit of this audit as one line (a note and its fix), then :data:`CANNOT_SEE`."""
+        return [f"{note.problem} ({note.fix})" for note in self.notes] + [CANNOT_SEE]
+
+    @property
+    def cannot_see(self) -> str:
+        """The limits as one sentence, as the report prints them."""
+        return "; ".join(self.not_checkable())
+
+    @property
+    def broke_in(self) -> int:
+        """In how many of the compiled runs Dynamo ran the op eagerly at a graph break (0: in none)."""
+        return max([note.broke_in for note in self.notes], default=0)
+
+    @property
+    def missing_backend(self) -> str:
+        """The backend calling the op eagerly found no kernel for ("CPU" for a CUDA-only op on CPU inputs): this
+        machine's limit, not the op's defect; "" otherwise."""
+        return next((f.raised.no_kernel_for for f in self.findings
+                     if f.kind == EAGER and f.raised is not None and f.raised.no_kernel_for), "")
 
     def __str__(self):
         head = f"audit of {self.op}: {self.schema}  ({len(self.checks_run)} checks, {self.seconds:.1f} s)"
@@ -261,7 +268,8 @@ def _declaration_findings(overload, call: _Call) -> list[Finding]:
                + TAGGED_RETURN if problem.kind == "alias_return"
                else "make the op run eagerly first")
         return [Finding(EAGER, f"calling the op raised {problem.type_name}: {problem.message}",
-                        "an op that fails eagerly cannot be compiled either", fix, detail=problem.full)]
+                        "an op that fails eagerly cannot be compiled either", fix, detail=problem.full,
+                        raised=problem)]
     pairs = zip(call.named(overload), after.named(overload))
     written = {name for (name, before), (_, now) in pairs if _changed(before, now)}
     declared = internals.written_args(overload) & {name for name, value in call.named(overload) if _tensors_in(value)}
@@ -455,16 +463,15 @@ def _compile_findings(overload, call: _Call) -> list[Finding]:
     if not failures and broke and not torch_own:   # torch's own ops are not counted by name
         note = GRAPH_BREAK_NOTE if len(broke) == len(COMPILE_MODES) else GRAPH_BREAK_SOME.format(
             k=len(broke), n=len(COMPILE_MODES), runs=" / ".join(broke))
-        found.append(Finding(f"{NOTE}:{BROKE_IN}{len(broke)}", note, "", "compile with fullgraph=True to see why"))
+        found.append(Finding(NOTE, note, "", "compile with fullgraph=True to see why", broke_in=len(broke)))
     return found
 
 
-GRAPH_BREAK = "Dynamo ran it eagerly at a graph break"   # in both notes: the doctor looks for it
+GRAPH_BREAK = "Dynamo ran it eagerly at a graph break"   # in both notes (the count is the note's broke_in)
 GRAPH_BREAK_NOTE = (f"the op under torch.compile: {GRAPH_BREAK} in every compiled run, so the compile checks saw "
                     "nothing of it")
 GRAPH_BREAK_SOME = (f"the op under torch.compile: {GRAPH_BREAK} in {{k}} of the {{n}} compiled runs ({{runs}}), so "
                     "those saw nothing of it")
-BROKE_IN = "broke_in="   # the note's check carries how many compiled runs broke at the op: note:broke_in=2
 
 
 # What the written argument is in the compiled function when audit calls the op the way pytorch #198031 breaks it:
@@ -656,7 +663,7 @@ def _with_compiled_consequence(findings: list[Finding], compile_ran: bool, broke
     every_mode = " (" + " / ".join(f"{backend}, dynamic={dynamic}" for backend, dynamic in COMPILE_MODES) + ")"
     in_all = f" (in all {len(COMPILE_MODES)} compiled runs)"
     seen = [_ERROR_DETAIL.sub(r"\1\2", f.problem).replace(every_mode, in_all) for f in findings
-            if kind_of(f) == COMPILE]
+            if f.kind == COMPILE]
     if seen:
         consequence = "; ".join(seen)
     elif compile_ran and broke == len(COMPILE_MODES):
@@ -668,7 +675,7 @@ def _with_compiled_consequence(findings: list[Finding], compile_ran: bool, broke
     else:
         return findings
     told = {check.kind for check in CHECKS if check.told_compiled}
-    return [dataclasses.replace(f, compiled=consequence) if kind_of(f) in told else f for f in findings]
+    return [dataclasses.replace(f, compiled=consequence) if f.kind in told else f for f in findings]
 
 
 class _KeepTorchRecords(logging.Filter):
@@ -686,7 +693,7 @@ class _KeepTorchRecords(logging.Filter):
 
 
 @contextlib.contextmanager
-def _torch_logs_held_back():
+def torch_logs_held_back():
     """For the block, no handler prints torch's log records; afterwards every handler is as it was.
 
     Only a filter is added to each handler (torch's own, the root's, ``logging.lastResort``) and
@@ -771,7 +778,8 @@ def _run_check(check: Check, overload, call: _Call) -> list[Finding]:
     except Exception as error:  # noqa: BLE001 - an audit must not crash a learner's kernel
         message = str(error) if isinstance(error, InputError) else as_torch_error(error, check.kind).message
         return [Finding(check.kind, f"the check could not run: {type(error).__name__}: {message}",
-                        "the sample inputs may not fit the op's schema", "call the op once eagerly with them")]
+                        "the sample inputs may not fit the op's schema", "call the op once eagerly with them",
+                        could_not_run=True)]
 
 
 def _not_repeating(found: list[Finding], eager: str) -> list[Finding]:
@@ -779,7 +787,7 @@ def _not_repeating(found: list[Finding], eager: str) -> list[Finding]:
     those inputs: a check after an eager failure adds nothing by saying it again."""
     if not eager:
         return found
-    return [f for f in found if not (f.problem.startswith("the check could not run") or f.problem[:60] in eager)]
+    return [f for f in found if not (f.could_not_run or f.problem[:60] in eager)]
 
 
 def audit(op, /, *sample_args, **sample_kwargs) -> AuditReport:
@@ -796,24 +804,23 @@ def audit(op, /, *sample_args, **sample_kwargs) -> AuditReport:
         refusal = Finding(INPUT, unavailable, "audit compares eager runs with compiled ones, and none can "
                           "compile honestly here", "audit from the main thread of a process where Dynamo is on")
     if refusal is not None:
-        return AuditReport(_short_repr(op), "?", [refusal], [], CANNOT_SEE, time.perf_counter() - start)
+        return AuditReport(_short_repr(op), "?", [refusal], [], [], time.perf_counter() - start)
     call = _Call(sample_args, sample_kwargs)
     findings, run = [], []
     learners_counts = ops.call_counts()   # the op runs many times here: its .calls is put back afterwards
-    with _torch_logs_held_back(), _calls_put_back(learners_counts):
+    with torch_logs_held_back(), _calls_put_back(learners_counts):
         for check in CHECKS:
-            if any(kind_of(f) in check.stop_if for f in findings):
+            if any(f.kind in check.stop_if for f in findings):
                 break
             run.append(check.kind)
-            eager = " ".join(f.problem for f in findings if kind_of(f) == EAGER)
+            eager = " ".join(f.problem for f in findings if f.kind == EAGER)
             findings += _not_repeating(_run_check(check, overload, call), eager)
-    notes = "".join(f"{note.problem} ({note.fix}); " for note in findings if kind_of(note) == NOTE)
-    broke = max([int(f.check.partition(BROKE_IN)[2]) for f in findings if f.check.startswith(f"{NOTE}:{BROKE_IN}")]
-                + [0])
+    notes = [f for f in findings if f.kind == NOTE]
     findings = _first_not_told_of_above(_with_compiled_consequence(
-        [f for f in findings if kind_of(f) != NOTE], compile_ran=COMPILE in run, broke=broke))
-    return AuditReport(internals.qualname_of(overload), internals.schema_of(overload), findings, run,
-                       notes + CANNOT_SEE, time.perf_counter() - start)
+        [f for f in findings if f.kind != NOTE], compile_ran=COMPILE in run,
+        broke=max([note.broke_in for note in notes], default=0)))
+    return AuditReport(internals.qualname_of(overload), internals.schema_of(overload), findings, run, notes,
+                       time.perf_counter() - start)
 
 
 @contextlib.contextmanager

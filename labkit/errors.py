@@ -22,6 +22,9 @@ ERROR_KINDS = (
     ("recompile_limit", r"recompile_limit|cache_size_limit"),
 )
 
+# torch's dispatcher, when an op has no kernel for the inputs' backend (a CUDA-only op called on CPU tensors)
+_NO_KERNEL = re.compile(r"Could not run '[^']*' with arguments from the '(\w+)' backend")
+
 _BOILERPLATE = re.compile(
     r"^(Set TORCHDYNAMO_VERBOSE|Set TORCH_LOGS|For more information|from user code|"
     r"You can suppress this exception|Developer debug context|For even more developer context|"
@@ -39,6 +42,7 @@ class TorchError:
     full: str
     raised_in: str = ""  # compiled: "Dynamo", "AOTAutograd" or "Inductor" (while compiling), or "run time"
     call: int = 0        # which call (0 = the first) raised
+    no_kernel_for: str = ""   # the backend the dispatcher found no kernel for ("CPU"), read from torch's words
 
     def __str__(self):
         return f"[{self.stage}] {self.type_name}: {self.message}"
@@ -59,7 +63,9 @@ def as_torch_error(error: BaseException, stage: str) -> TorchError:
     message = re.sub(r"0x[0-9a-f]{6,}", "0x…", message)
     if len(message) > 600:
         message = message[:599] + "…"
-    return TorchError(stage, kind, type(root).__name__, message, full)
+    no_kernel = _NO_KERNEL.search(f"{message}\n{full}")
+    return TorchError(stage, kind, type(root).__name__, message, full,
+                      no_kernel_for=no_kernel.group(1) if no_kernel else "")
 
 
 class InputError(ValueError):

@@ -11,7 +11,6 @@ step checks (:mod:`labkit.doctor.steps`), and the run around it: caches, warm-up
 from __future__ import annotations
 
 import dataclasses
-import re
 import time
 import traceback
 
@@ -24,12 +23,12 @@ from .report import FAIL, PASS, SKIP, Finding, OpResult
 from .samples import generated_fits, samples_for
 
 
-def _from_audit(finding: auditing.Finding, sample: int) -> Finding:
-    docs, topic = DOCS.get(auditing.kind_of(finding), (TUTORIAL, None))
+def _from_audit(finding: Finding, sample: int) -> Finding:
+    """Audit's finding for a bug report: its official page, the lab's lesson, and the sample that showed it."""
+    docs, topic = DOCS.get(finding.kind, (TUTORIAL, None))
     if finding.check == "opcheck:test_faketensor":
         docs = FAKE_DOCS
-    return Finding(finding.check, finding.problem, finding.why, finding.fix, docs, learn_more(topic),
-                   finding.compiled, finding.detail or "", sample)
+    return dataclasses.replace(finding, docs=docs, learn_more=learn_more(topic), sample=sample)
 
 
 def _unique(findings: list[Finding]) -> list[Finding]:
@@ -46,22 +45,8 @@ def _doctor_error(step: str, error: BaseException, sample: int | None) -> Findin
     return Finding("doctor", f"labkit's {step} step failed on this op: {type(error).__name__}: "
                    f"{' '.join(str(error).split())[:300]}", "the doctor could not finish this check, so the op "
                    "is not passed", "run labkit.audit(op, *sample) on it by hand; if that works, report this "
-                   "as a labkit bug with the JSON report", DOCS["doctor"][0],
+                   "as a labkit bug with the JSON report", docs=DOCS["doctor"][0],
                    detail="".join(traceback.format_exception(error)), sample=sample)
-
-
-NO_KERNEL = re.compile(r"Could not run '[^']*' with arguments from the '(\w+)' backend")
-
-
-def _missing_backend(audited) -> str | None:
-    """The backend an eager call found no kernel for ("CPU" for a CUDA-only op on a CPU runner): not the op's
-    defect, only this machine's, so the op is skipped naming it. None for any other outcome."""
-    for finding in audited.findings:
-        if auditing.kind_of(finding) == auditing.EAGER:
-            match = NO_KERNEL.search(f"{finding.problem}\n{finding.detail or ''}")
-            if match:
-                return match.group(1)
-    return None
 
 
 def examine(target: Target, tables: list[dict]) -> OpResult:
@@ -71,6 +56,7 @@ def examine(target: Target, tables: list[dict]) -> OpResult:
     schema = internals.schema_of(overload)
     samples, notes, findings = samples_for(name, overload, tables)
     checks_run: list[str] = []
+    break_notes: list[str] = []   # audit's notes that the op broke the graph
     if findings or not samples:
         verdict = FAIL if findings else SKIP
         return OpResult(name, schema, target.found_in, verdict, findings, samples, checks_run, notes,
@@ -88,17 +74,20 @@ def examine(target: Target, tables: list[dict]) -> OpResult:
         except Exception as error:  # noqa: BLE001 - audit never raises; if it does, that is labkit's bug
             findings.append(_doctor_error("audit", error, index))
             continue
-        backend = _missing_backend(audited)
-        if backend is not None:
+        backend = audited.missing_backend   # not the op's defect, only this machine's: the op is skipped naming it
+        if backend:
             notes = [f"skipped: the op has no kernel for the {backend} backend on this machine (torch: could not "
                      f"run it with arguments from the {backend!r} backend); run the doctor where it has one"]
             return OpResult(name, schema, target.found_in, SKIP, [], samples, [], notes, time.perf_counter() - start)
         checks_run += [c for c in audited.checks_run if c not in checks_run]
         findings += [_from_audit(f, index) for f in audited.findings]
-        notes += [n.strip() for n in audited.cannot_see.split("; ") if n.strip() and n.strip() not in notes]
+        for note in audited.not_checkable():
+            if note not in notes:
+                notes.append(note)
+        break_notes += [f"{note.problem} ({note.fix})" for note in audited.notes if note.broke_in]
         for step in steps.STEPS:
             try:
-                with auditing._torch_logs_held_back():
+                with auditing.torch_logs_held_back():
                     found = step.find(overload, sample, audited)
             except Exception as error:  # noqa: BLE001 - a step must not crash the run
                 findings.append(_doctor_error(step.name, error, index))
@@ -109,7 +98,7 @@ def examine(target: Target, tables: list[dict]) -> OpResult:
             notes += [n for n in step_notes if n not in notes]
     notes += steps.cache_note(name)   # a note: the fingerprint holds a Python-defined op's declaration by design
     if any(f.check == "fullgraph" for f in findings):   # audit's note on the break: the finding now names it
-        notes = [n for n in notes if auditing.GRAPH_BREAK not in n]
+        notes = [n for n in notes if n not in break_notes]
     findings = [with_learn_more(f) for f in _unique(findings)]
     return OpResult(name, schema, target.found_in, FAIL if findings else PASS, findings, samples, checks_run,
                     notes, time.perf_counter() - start)

@@ -10,7 +10,6 @@ the command line. Reads a report's attributes only; imports nothing of labkit's.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import textwrap
 import xml.etree.ElementTree as ElementTree
@@ -103,10 +102,17 @@ def begins_a_report(head: str) -> bool:
     return f'"tool": "{TOOL}"' in head or f'<testsuite name="{SUITE}"' in head
 
 
+# a finding's fields in the JSON report, in this order
+REPORTED = ("check", "problem", "why", "fix", "docs", "learn_more", "compiled", "detail", "sample")
+
+
 def as_dict(report) -> dict:
     """The whole report as JSON-ready data (tensors described, never dumped)."""
     def sample(s):
         return {"source": s.source, "inputs": s.describe()}
+
+    def finding(f):   # what a bug report states of a finding (the facts labkit acts on stay out)
+        return {name: getattr(f, name) for name in REPORTED}
 
     return {
         "tool": TOOL, "targets": report.targets, "environment": report.environment,
@@ -117,7 +123,7 @@ def as_dict(report) -> dict:
         "results": [{"op": r.op, "schema": r.schema, "found_in": r.found_in, "verdict": r.verdict,
                      "seconds": round(r.seconds, 2), "samples": [sample(s) for s in r.samples],
                      "checks_run": r.checks_run, "notes": r.notes,
-                     "findings": [dataclasses.asdict(f) for f in r.findings]} for r in report.results],
+                     "findings": [finding(f) for f in r.findings]} for r in report.results],
     }
 
 

@@ -41,7 +41,7 @@ def learn_more(topic: str | None) -> str:
 
 
 def with_learn_more(finding):
-    """``finding`` (a :class:`labkit.doctor.report.Finding`) with the lesson of its kind, where it has none yet."""
+    """``finding`` (a :class:`labkit.findings.Finding`) with the lesson of its kind, where it has none yet."""
     topic = DOCS.get(finding.kind, (None, None))[1]
     return finding if finding.learn_more or topic is None else dataclasses.replace(finding,
                                                                                  learn_more=learn_more(topic))

@@ -16,6 +16,7 @@ import datetime
 
 from .. import env
 from ..describe import describe_value
+from ..findings import Finding   # audit's and the doctor's one finding type
 from . import formats
 
 PASS, FAIL, SKIP = "pass", "fail", "skip"
@@ -33,26 +34,6 @@ class Sample:
         """The inputs for a bug report: ``float32[10, 20], 'nf4', 6.0, bias=None``."""
         return ", ".join([describe_value(a) for a in self.args] +
                          [f"{k}={describe_value(v)}" for k, v in self.kwargs.items()])
-
-
-@dataclasses.dataclass(frozen=True)
-class Finding:
-    """A defect of an op on one sample, stated for a bug report: ``problem`` shortened for a terminal,
-    ``detail`` torch's whole message; ``fix`` in torch's terms, ``docs`` the official page, ``learn_more`` the lab."""
-
-    check: str         # audit's kind ("declaration", "opcheck:test_schema", ...) or a doctor step's
-    problem: str
-    why: str
-    fix: str
-    docs: str
-    learn_more: str = ""
-    compiled: str = ""
-    detail: str = ""
-    sample: int | None = None   # which sample (0-based) showed it; None: the op itself
-
-    @property
-    def kind(self) -> str:
-        return self.check.split(":")[0]
 
 
 @dataclasses.dataclass

@@ -61,7 +61,7 @@ def samples_for(target_name: str, overload, tables: list[dict]) -> tuple[list[Sa
 def _samples_problem(name: str, what: str) -> Finding:
     return Finding("samples", f"SAMPLES[{name!r}] {what}", "the doctor runs the op on the inputs SAMPLES gives, "
                    "as torch.library.opcheck takes them", f"make SAMPLES[{name!r}] a list of (args, kwargs) pairs, "
-                   "e.g. [((torch.randn(4),), {})], or a function returning one", DOCS["samples"][0])
+                   "e.g. [((torch.randn(4),), {})], or a function returning one", docs=DOCS["samples"][0])
 
 
 def _read_samples(name: str, value, overload) -> tuple[list[Sample], list[str], list[Finding]]:

@@ -68,7 +68,7 @@ def _fullgraph_findings(overload, sample: Sample, audited) -> list[Finding]:
     _, values = named_values(overload, sample)
     qualname = internals.qualname_of(overload)
     strict = compile_and_compare(_discarding(overload, sample), *values, backend="eager", fullgraph=True)
-    if strict.error is None and auditing.GRAPH_BREAK not in audited.cannot_see:
+    if strict.error is None and not audited.broke_in:
         return []    # one graph under fullgraph=True, and every one of audit's compiled runs had the op in a graph
     before = internals.torch_counters("graph_break")
     default = compile_and_compare(_discarding(overload, sample), *values, backend="eager")
@@ -80,7 +80,7 @@ def _fullgraph_findings(overload, sample: Sample, audited) -> list[Finding]:
                         f"{error.message}", "a fullgraph=True user gets this error" + (
                             "; under fullgraph=False Dynamo splits the program at the op and runs it eagerly, "
                             "unseen by the compiler" if broke else ""), TRACEABLE_FIX,
-                        DOCS["fullgraph"][0], detail=error.full)]
+                        docs=DOCS["fullgraph"][0], detail=error.full)]
     if default.error is None and default.fate(qualname)["dynamo"] is False:
         why = "; ".join(reasons) or "Dynamo left the op out of every graph"
         setting = _capturing_setting(overload, sample, values, qualname)
@@ -92,8 +92,8 @@ def _fullgraph_findings(overload, sample: Sample, audited) -> list[Finding]:
                         "compiled program in two (fullgraph=True compiled it in one graph)",
                         "if the op's output size (or int result) really depends on the data, the break is expected "
                         f"by default: where you compile, {capture}" + (" or use fullgraph=True" if setting else "") +
-                        "; otherwise compute the fake kernel's sizes from the input shapes", DOCS["fullgraph"][0],
-                        detail="\n".join(reasons))]
+                        "; otherwise compute the fake kernel's sizes from the input shapes",
+                        docs=DOCS["fullgraph"][0], detail="\n".join(reasons))]
     return []
 
 
@@ -150,7 +150,7 @@ def _fake_findings(overload, sample: Sample, audited) -> tuple[list[Finding], li
                 "wrong " + ("device fails or misplaces the op's outputs on a GPU" if aspect == "device" else
                             "dtype can give wrong results or an error on inputs the samples did not show"),
                 "build the outputs from the inputs: torch.empty_like(x), x.new_empty(shape) (they keep the dtype "
-                "and device), or pass dtype=x.dtype, device=x.device", FAKE_DOCS))
+                "and device), or pass dtype=x.dtype, device=x.device", docs=FAKE_DOCS))
     return findings, notes
 
 

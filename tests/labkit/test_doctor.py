@@ -358,7 +358,7 @@ def test_pytest_with_labkit_doctor_makes_one_item_per_overload(pytester):
 
 
 def test_the_report_shortens_torchs_message_on_the_terminal_only():
-    finding = doctor.Finding("compile", "x" * 1000, "why", "fix", "https://docs.pytorch.org/", detail="y" * 5000)
+    finding = doctor.Finding("compile", "x" * 1000, "why", "fix", docs="https://docs.pytorch.org/", detail="y" * 5000)
     result = doctor.OpResult("t::a.default", "t::a(Tensor x) -> Tensor", "m", "fail", [finding],
                              [doctor.Sample((torch.ones(2, dtype=torch.int8), "nf4", None), {"out": torch.ones(1)})],
                              ["compile"], [], 0.1)

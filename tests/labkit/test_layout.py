@@ -150,7 +150,7 @@ def test_widgets_build_no_html():
 def test_auditing_builds_no_html_render_draws_its_report():
     tags = _html_built_in("auditing")
     assert not tags, f"labkit/auditing.py builds HTML: {tags[:3]}; move it to render"
-    report = auditing.AuditReport("t::x", "t::x(Tensor x) -> Tensor", [], ["declaration"], "effects", 0.0)
+    report = auditing.AuditReport("t::x", "t::x(Tensor x) -> Tensor", [], ["declaration"], [], 0.0)
     assert report._repr_html_() == labkit.render.audit_html(report)
 
 
@@ -270,3 +270,45 @@ def test_the_map_walks_the_widget_path_first_then_the_audiences_in_order():
     files = re.findall(r"^\d+\. `(labkit/[\w/]+\.py)`", walk, re.M)
     assert files == ["labkit/widgets.py", "labkit/experiments.py", "labkit/ops.py", "labkit/stages.py",
                      "labkit/render.py"] and all((ROOT / f).is_file() for f in files), files
+
+
+# --- one check vocabulary: facts travel as fields (issue 73) -----------------------------------------------------
+
+# How labkit used to read a fact back from a finding's or a check's words: the graph-break count written into a
+# check's name and parsed back, audit's notes joined into one string and split on "; ", a phrase searched for in the
+# notes, torch's "Could not run" matched in a finding's problem, and audit's private log filter borrowed.
+READ_BACK = {
+    "a count parsed from a check's name": re.compile(r"BROKE_IN|[\"']broke_in="),
+    "audit's notes split back out of one string": re.compile(r"cannot_see\.split|\.split\(\"; \"\)"),
+    "a phrase searched for in the notes": re.compile(r"GRAPH_BREAK (?:not )?in "),
+    "torch's no-kernel message matched outside labkit.errors": re.compile(r"Could not run '"),
+    "audit's private log filter borrowed": re.compile(r"auditing\._torch_logs_held_back"),
+    "a check's failure read from its problem": re.compile(r"problem\.startswith\("),
+}
+
+
+def _read_back(text: str, where: str) -> list[str]:
+    return [f"{where}: {what}" for what, pattern in READ_BACK.items()
+            if pattern.search(text) and not (what.startswith("torch's no-kernel") and where == "errors")]
+
+
+def test_no_code_reads_a_fact_back_from_a_findings_words():
+    """A finding's facts are fields (labkit.findings.Finding: raised, broke_in, could_not_run; AuditReport.notes,
+    broke_in, missing_backend): no module of labkit's, nor the pytest plugin, parses a finding's text for one."""
+    found = [problem for name in MODULES for problem in _read_back(_path(name).read_text(), name)]
+    found += _read_back((ROOT / "labkit_pytest.py").read_text(), "labkit_pytest")
+    assert found == []
+
+
+def test_the_read_back_check_sees_each_old_way():
+    old = ('int(f.check.partition(BROKE_IN)[2])', 'audited.cannot_see.split("; ")', 'auditing.GRAPH_BREAK not in n',
+           'NO_KERNEL = re.compile(r"Could not run \'[^\']*\'")', 'with auditing._torch_logs_held_back():',
+           'f.problem.startswith("the check could not run")')
+    assert [len(_read_back(line, "doctor.examining")) for line in old] == [1] * len(old)
+
+
+def test_audit_and_the_doctor_share_one_finding_type():
+    from labkit import doctor, findings
+
+    assert auditing.Finding is doctor.Finding is findings.Finding
+    assert not hasattr(auditing, "kind_of"), "a finding's kind is its .kind"

@@ -1,0 +1,46 @@
+"""One finding type for every check labkit runs: :func:`labkit.audit`'s and the doctor's.
+
+A :class:`Finding` is a defect of an op (or, of kind ``"note"``, a limit of the check that found nothing) stated
+for a learner and for a bug report: what is wrong, why it matters under torch.compile, the fix, and what the
+compiled runs did because of it. The doctor adds the official page (``docs``), the lab's lesson (``learn_more``)
+and which sample showed it.
+
+The facts a later step acts on travel as fields, never as words to be read back: the error torch raised at the op
+(``raised``, a :class:`~labkit.errors.TorchError`: its kind, and the backend it found no kernel for), the number of
+compiled runs in which Dynamo ran the op eagerly at a graph break (``broke_in``), and whether the check itself
+could not run (``could_not_run``). A sentence may change; these may not change meaning.
+
+Not here: running any check (:mod:`labkit.auditing`, :mod:`labkit.doctor.steps`), where a finding is explained
+(:mod:`labkit.doctor.links`), and how it is printed (:mod:`labkit.render`, :mod:`labkit.doctor.formats`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from .errors import TorchError
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    check: str          # its kind ("declaration", "compile", a doctor step's "fullgraph"); an opcheck finding adds
+    problem: str        # its test's name, "opcheck:test_schema", and a fake-kernel one its aspect, "fake:dtype"
+    why: str
+    fix: str
+    compiled: str = ""  # what torch.compile got wrong because of it, where the check saw it happen
+    detail: str = ""    # torch's whole message, where ``problem`` quotes it shortened (a bug report wants it all)
+    docs: str = ""      # the official page that states the rule (the doctor's)
+    learn_more: str = ""          # the lab's lesson that shows it (the doctor's; a pointer, never the reason)
+    sample: int | None = None     # which sample (0-based) showed it; None: the op itself, or a single call
+    raised: TorchError | None = None   # the error torch raised calling the op, when that is the finding
+    broke_in: int = 0             # a graph-break note: in how many compiled runs Dynamo ran the op eagerly
+    could_not_run: bool = False   # the check itself failed on these inputs: no verdict on the op
+
+    @property
+    def kind(self) -> str:
+        """The kind of check that found it: ``check`` without an opcheck test's name or a fake kernel's aspect."""
+        return self.check.split(":")[0]
+
+    def __str__(self):
+        text = f"[{self.check}] {self.problem}\n    why: {self.why}\n    fix: {self.fix}"
+        return text + (f"\n    under torch.compile: {self.compiled}" if self.compiled else "")
