@@ -2,7 +2,8 @@
 
 One op for each kind of outcome the doctor reports: clean, an undeclared write, inputs generated from the schema,
 no kernel for this machine (a skip), a graph break at a data-dependent size, a fake kernel that forgets the dtype,
-an output that views an input undeclared, and a kernel that raises on the sample.
+an output that views an input undeclared, a kernel that raises on the sample, and a correct op on float8 inputs
+(a note of opcheck's own limit).
 """
 
 import torch
@@ -67,3 +68,12 @@ SAMPLES = {
     "rec::gpu_only": [((torch.ones(2),), {})],
     "rec::views": [((torch.arange(6.0).reshape(2, 3),), {})],
 }
+
+
+@torch.library.custom_op("rec::widen", mutates_args=())
+def widen(x: torch.Tensor) -> torch.Tensor:   # correct, but opcheck's test_schema cannot run on float8 CPU inputs
+    return x.to(torch.float32)
+
+
+widen.register_fake(lambda x: torch.empty(x.shape, dtype=torch.float32))
+SAMPLES[widen] = [((torch.arange(4.0).to(torch.float8_e4m3fn),), {})]
