@@ -161,8 +161,8 @@ NOTE = "note"                # a limit of this audit, not a defect: it goes to "
 @dataclasses.dataclass
 class AuditReport:
     """One audit: the op's defects (``findings``), and its ``notes``: what this audit could not check on these
-    inputs (findings of kind :data:`NOTE`, each with its ``fix``), said under "not checkable here" with
-    :data:`CANNOT_SEE`, what no audit can see."""
+    inputs (findings of kind :data:`NOTE`; ``fix`` says what to do, or torch's reason a call could not run), said
+    under "not checkable here" with :data:`CANNOT_SEE`, what no audit can see."""
 
     op: str
     schema: str
@@ -178,9 +178,11 @@ class AuditReport:
     def kinds(self) -> set[str]:
         return {f.kind for f in self.findings}
 
-    def not_checkable(self) -> list[str]:
-        """Each limit of this audit as one line (a note and its fix), then :data:`CANNOT_SEE`."""
-        return [f"{note.problem} ({note.fix})" for note in self.notes] + [CANNOT_SEE]
+    def not_checkable(self, breaks: bool = True) -> list[str]:
+        """Each limit of this audit as one line (a note and its fix), then :data:`CANNOT_SEE`; ``breaks=False``
+        leaves out the notes that the op broke the graph (for a report that names the break as a finding)."""
+        notes = [note for note in self.notes if breaks or not note.broke_in]
+        return [f"{note.problem} ({note.fix})" for note in notes] + [CANNOT_SEE]
 
     @property
     def cannot_see(self) -> str:

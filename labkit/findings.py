@@ -1,14 +1,16 @@
 """One finding type for every check labkit runs: :func:`labkit.audit`'s and the doctor's.
 
-A :class:`Finding` is a defect of an op (or, of kind ``"note"``, a limit of the check that found nothing) stated
-for a learner and for a bug report: what is wrong, why it matters under torch.compile, the fix, and what the
-compiled runs did because of it. The doctor adds the official page (``docs``), the lab's lesson (``learn_more``)
-and which sample showed it.
+A :class:`Finding` is a defect of an op (or, of kind ``"note"``, something a check could not look at on these
+inputs, said beside any defects) stated for a learner and for a bug report: what is wrong, why it matters under
+torch.compile, the fix, and what the compiled runs did because of it. The doctor adds the official page
+(``docs``), the lab's lesson (``learn_more``) and which sample showed it; they are keywords, after ``fix``.
 
-The facts a later step acts on travel as fields, never as words to be read back: the error torch raised at the op
-(``raised``, a :class:`~labkit.errors.TorchError`: its kind, and the backend it found no kernel for), the number of
-compiled runs in which Dynamo ran the op eagerly at a graph break (``broke_in``), and whether the check itself
-could not run (``could_not_run``). A sentence may change; these may not change meaning.
+The facts the doctor acts on travel as fields, not as words to be read back: the error torch raised calling the op
+eagerly (``raised``, a :class:`~labkit.errors.TorchError`: its kind, and the backend it found no kernel for), the
+number of compiled runs in which Dynamo ran the op eagerly at a graph break (``broke_in``, on audit's note), and
+whether one of audit's checks could not run at all (``could_not_run``). A sentence may change; these keep their
+meaning. (Inside audit a few sentences are still built from other sentences: the compiled consequence from the
+compile findings' problems, and a check's repeat of the eager failure told by its first words.)
 
 Not here: running any check (:mod:`labkit.auditing`, :mod:`labkit.doctor.steps`), where a finding is explained
 (:mod:`labkit.doctor.links`), and how it is printed (:mod:`labkit.render`, :mod:`labkit.doctor.formats`).
@@ -27,6 +29,7 @@ class Finding:
     problem: str        # its test's name, "opcheck:test_schema", and a fake-kernel one its aspect, "fake:dtype"
     why: str
     fix: str
+    _: dataclasses.KW_ONLY
     compiled: str = ""  # what torch.compile got wrong because of it, where the check saw it happen
     detail: str = ""    # torch's whole message, where ``problem`` quotes it shortened (a bug report wants it all)
     docs: str = ""      # the official page that states the rule (the doctor's)

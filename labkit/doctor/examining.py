@@ -84,7 +84,7 @@ def examine(target: Target, tables: list[dict]) -> OpResult:
         for note in audited.not_checkable():
             if note not in notes:
                 notes.append(note)
-        break_notes += [f"{note.problem} ({note.fix})" for note in audited.notes if note.broke_in]
+        break_notes += [n for n in audited.not_checkable() if n not in audited.not_checkable(breaks=False)]
         for step in steps.STEPS:
             try:
                 with auditing.torch_logs_held_back():

@@ -279,10 +279,10 @@ def test_the_map_walks_the_widget_path_first_then_the_audiences_in_order():
 # notes, torch's "Could not run" matched in a finding's problem, and audit's private log filter borrowed.
 READ_BACK = {
     "a count parsed from a check's name": re.compile(r"BROKE_IN|[\"']broke_in="),
-    "audit's notes split back out of one string": re.compile(r"cannot_see\.split|\.split\(\"; \"\)"),
+    "audit's notes split back out of one string": re.compile(r"cannot_see\.split|\.split\([\"']; [\"']\)"),
     "a phrase searched for in the notes": re.compile(r"GRAPH_BREAK (?:not )?in "),
     "torch's no-kernel message matched outside labkit.errors": re.compile(r"Could not run '"),
-    "audit's private log filter borrowed": re.compile(r"auditing\._torch_logs_held_back"),
+    "audit's private names borrowed": re.compile(r"auditing\._[a-z]"),
     "a check's failure read from its problem": re.compile(r"problem\.startswith\("),
 }
 
