@@ -156,6 +156,8 @@ ALIASING = "aliasing"        # a clone of a written argument passed in another a
 MEMORY = "memory"            # an output shares memory with an input, and the schema does not declare it
 INPUT = "input"              # what was passed cannot be audited: nothing was checked
 NOTE = "note"                # a limit of this audit, not a defect: it goes to "not checkable here"
+FULLGRAPH = "fullgraph"      # the doctor's: a graph break at the op, named (fullgraph=True)
+FAKE = "fake"                # the doctor's: the fake kernel on the meta device and a second dtype, "fake:dtype"
 
 
 @dataclasses.dataclass
@@ -181,8 +183,7 @@ class AuditReport:
     def not_checkable(self, breaks: bool = True) -> list[str]:
         """Each limit of this audit as one line (a note and its fix), then :data:`CANNOT_SEE`; ``breaks=False``
         leaves out the notes that the op broke the graph (for a report that names the break as a finding)."""
-        notes = [note for note in self.notes if breaks or not note.broke_in]
-        return [f"{note.problem} ({note.fix})" for note in notes] + [CANNOT_SEE]
+        return [note.as_note() for note in self.notes if breaks or not note.broke_in] + [CANNOT_SEE]
 
     @property
     def cannot_see(self) -> str:
@@ -217,7 +218,7 @@ class AuditReport:
 
 
 @dataclasses.dataclass(frozen=True)
-class _Call:
+class Call:
     """One call's sample inputs, positional and keyword (``out=``, keyword-only ``*, alpha``)."""
 
     args: tuple
@@ -227,10 +228,10 @@ class _Call:
         """Each input with the schema's name for it."""
         return list(zip(internals.argument_names(overload), self.args)) + list(self.kwargs.items())
 
-    def copy(self, overload) -> _Call:
+    def copy(self, overload) -> Call:
         names, values = zip(*self.named(overload)) if self.args or self.kwargs else ((), ())
         copies = copy_inputs(values, names)
-        return _Call(copies[:len(self.args)], dict(zip(self.kwargs, copies[len(self.args):])))
+        return Call(copies[:len(self.args)], dict(zip(self.kwargs, copies[len(self.args):])))
 
     def run(self, overload):
         return overload(*self.args, **self.kwargs)
@@ -260,7 +261,7 @@ def _changed(before, now) -> bool:
     return not torch.equal(before, now)
 
 
-def _declaration_findings(overload, call: _Call) -> list[Finding]:
+def _declaration_findings(overload, call: Call) -> list[Finding]:
     after = call.copy(overload)
     try:
         after.run(overload)
@@ -332,7 +333,7 @@ def _returned(result, returns: int) -> list:
     return list(result) if isinstance(result, (list, tuple)) and len(result) == returns else []
 
 
-def _shared_memory_findings(overload, call: _Call) -> list[Finding]:
+def _shared_memory_findings(overload, call: Call) -> list[Finding]:
     """Each return whose memory overlaps an input's when the schema declares no alias between them.
 
     torch's own check (custom_op, eagerly) compares storages, so an output in a new storage over an input's memory
@@ -373,7 +374,7 @@ def _shared_memory_findings(overload, call: _Call) -> list[Finding]:
     return findings
 
 
-def _writes_on_other_values(overload, call: _Call, name: str) -> bool:
+def _writes_on_other_values(overload, call: Call, name: str) -> bool:
     """Whether the kernel changes ``name`` when it starts from other values (distinct, of both signs): a ``.out``
     buffer pre-filled with the answer, ``zero_`` of zeros or ``relu_`` of non-negatives change nothing on the
     sample, yet write."""
@@ -382,7 +383,7 @@ def _writes_on_other_values(overload, call: _Call, name: str) -> bool:
     value = named[index][1]
     if not isinstance(value, torch.Tensor) or value.is_meta or value.numel() == 0 or value.dtype == torch.bool:
         return False
-    other = _Call(*_replaced(call, index, _varied(value))).copy(overload)
+    other = Call(*_replaced(call, index, _varied(value))).copy(overload)
     before = other.named(overload)[index][1].clone()
     try:
         other.run(overload)
@@ -399,7 +400,7 @@ def _varied(tensor: torch.Tensor) -> torch.Tensor:
         tensor.dtype)
 
 
-def _replaced(call: _Call, index: int, value) -> tuple[tuple, dict]:
+def _replaced(call: Call, index: int, value) -> tuple[tuple, dict]:
     """``call``'s (args, kwargs) with its input at ``index`` (positional first, then keyword) replaced."""
     args, kwargs = list(call.args), dict(call.kwargs)
     if index < len(args):
@@ -414,7 +415,7 @@ def _holds_nan(value) -> bool:
                for t in _tensors_in(value))
 
 
-def _opcheck_findings(overload, call: _Call) -> list[Finding]:
+def _opcheck_findings(overload, call: Call) -> list[Finding]:
     nan_inputs = [name for name, value in call.named(overload) if _holds_nan(value)]
     findings = []
     for test, (outcome, detail) in checks.opcheck_details(overload, call.args, kwargs=call.kwargs).items():
@@ -431,11 +432,12 @@ def _opcheck_findings(overload, call: _Call) -> list[Finding]:
             if nan_inputs and "are different" in outcome:
                 fix = (f"first rerun on inputs without NaN: {', '.join(nan_inputs)} holds NaN, and opcheck "
                        f"compares outputs with NaN != NaN, so this can be a false alarm")
-            findings.append(Finding(f"{OPCHECK}:{test}", outcome[len("FAIL: "):], why, fix, detail=detail))
+            findings.append(Finding(f"{OPCHECK}:{test}", outcome[len("FAIL: "):], why, fix, detail=detail,
+                                    docs=FAKE_DOCS if test == "test_faketensor" else ""))
     return findings
 
 
-def _compile_findings(overload, call: _Call) -> list[Finding]:
+def _compile_findings(overload, call: Call) -> list[Finding]:
     names, values = zip(*call.named(overload)) if call.args or call.kwargs else ((), ())
     discards_result = discarding_call(overload, names, len(call.args), list(call.kwargs))
 
@@ -488,7 +490,7 @@ def _where(written: str, calls) -> str:
     return " and with ".join(said[c] for c in calls)
 
 
-def _clone_alias_findings(overload, call: _Call) -> list[Finding]:
+def _clone_alias_findings(overload, call: Call) -> list[Finding]:
     """Call the op compiled the way pytorch #198031 breaks it: a clone of an argument it writes passed as another
     of its arguments (``y = x.clone(); op(y, x)``). Inductor may drop the clone and hand the op one buffer twice,
     so a kernel that reads one while it writes the other computes something else than eagerly. Each pair runs
@@ -533,7 +535,7 @@ def _clone_alias_findings(overload, call: _Call) -> list[Finding]:
     return findings + ([_both_written_finding(both_written)] if both_written else [])
 
 
-def _wrong_calls(overload, call: _Call, names, values, written: str, other: str) -> tuple[dict, dict]:
+def _wrong_calls(overload, call: Call, names, values, written: str, other: str) -> tuple[dict, dict]:
     """Of :data:`CLONE_CALLS`: those whose compiled run differs from eager (call -> its report), and those that could
     not run (call -> why), so that a call that never ran is never said to be right."""
     sample, wrong, not_run = _with_distinct(values, names.index(written)), {}, {}
@@ -616,7 +618,7 @@ def _computed_copy(tensor: torch.Tensor) -> torch.Tensor:
     return torch.bitwise_not(torch.bitwise_not(tensor.view(same))).view(tensor.dtype)
 
 
-def _clone_passed(overload, call: _Call, names, written: str, other: str, reads_clone: bool, intermediate: bool):
+def _clone_passed(overload, call: Call, names, written: str, other: str, reads_clone: bool, intermediate: bool):
     """``f(*inputs)``: calls the op with a clone of ``written`` in ``other``'s place; returns what it wrote (and,
     with ``reads_clone``, the clone too). ``intermediate``: ``written`` is first replaced by ``-(-written)``, a
     tensor the compiled function computes, not one it is given, with the same values and dtype. Not ``written * 1``
@@ -729,59 +731,269 @@ def _resolve(op):
             overload = ops.live_overload(getattr(op, packet[1][0]))
     except ops.StaleOpError as stale:  # its registration is gone: calling it could crash the process
         return None, Finding(INPUT, str(stale), "a stale handle points at a deleted registration; nothing about "
-                             "it can be checked safely", "audit the handle the latest declaration returned")
+                             "it can be checked safely", "audit the handle the latest declaration returned",
+                             docs=INPUT_DOCS)
     if packet is not None and len(packet[1]) > 1:
         qualname, names = packet
         spelled = "torch.ops." + qualname.replace("::", ".")
         shown = ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")
         return None, Finding(INPUT, f"{spelled} has {len(names)} overloads ({shown}): pass one, e.g. "
                              f"{spelled}.{names[0]}", "each overload has its own schema, and audit checks one "
-                             "schema", f"pass the overload your inputs are for, e.g. {spelled}.{names[0]}")
+                             "schema", f"pass the overload your inputs are for, e.g. {spelled}.{names[0]}",
+                             docs=INPUT_DOCS)
     if overload is None:
         return None, Finding(INPUT, f"{_short_repr(op)} is not a custom operator",
                              "audit needs an op registered with torch.library (custom_op or Library.define)",
-                             "pass the object custom_op returned, labkit.declare's handle, or torch.ops.ns.name")
+                             "pass the object custom_op returned, labkit.declare's handle, or torch.ops.ns.name",
+                             docs=INPUT_DOCS)
     return overload, None
+
+
+# --- the doctor's own checks: run after audit, on each of a project's samples (Check.doctor_only) -------------
+
+def _named_values(overload, call: Call) -> tuple[list[str], tuple]:
+    """A call's argument names (the schema's for its args, then its keywords) and its values, in that order."""
+    pairs = call.named(overload)
+    return [name for name, _ in pairs], tuple(value for _, value in pairs)
+
+
+def _discarding(overload, call: Call) -> Callable:
+    """audit's program for this call: the op's result discarded, clones of its tensor inputs returned."""
+    names, _ = _named_values(overload, call)
+    return discarding_call(overload, names, len(call.args), list(call.kwargs))
+
+
+# The settings that let Dynamo keep a data-dependent result in its graph under fullgraph=False, in the order tried:
+# on torch 2.13 the first captures an op whose fake returns torch.library.get_ctx().new_dynamic_size(), as an output
+# size or as an int result; the second alone captures neither (it captures Tensor.item() in the compiled code).
+CAPTURE_SETTINGS = ("capture_dynamic_output_shape_ops", "capture_scalar_outputs")
+
+TRACEABLE_FIX = ("make the op traceable: declare it with torch.library.custom_op (or Library.define) and "
+                 "register_fake a fake kernel; if its output size or int result depends on the data, the fake returns "
+                 "torch.library.get_ctx().new_dynamic_size() for it, and then "
+                 "torch._dynamo.config.capture_dynamic_output_shape_ops = True keeps the op in the graph under "
+                 "fullgraph=False")
+
+
+def _in_a_graph(run, qualname: str) -> bool:
+    return run.error is None and bool(run.fate(qualname)["dynamo"])
+
+
+def _capturing_setting(overload, call: Call, values, qualname: str) -> str | None:
+    """The first of :data:`CAPTURE_SETTINGS` under which Dynamo (``fullgraph=False``) kept the op in a graph, tried
+    here on this sample; None when neither did alone."""
+    for setting in CAPTURE_SETTINGS:
+        with internals.config_patches(dynamo={setting: True}):
+            run = compile_and_compare(_discarding(overload, call), *values, backend="eager")
+        if _in_a_graph(run, qualname):
+            return setting
+    return None
+
+
+def _fullgraph_findings(overload, call: Call, audited: AuditReport) -> list[Finding]:
+    """A graph break at the op, named: under default settings (Dynamo only, ``fullgraph=False``), is the op in a
+    graph, and if not, why (torch's own graph-break reasons); then ``fullgraph=True``, which must compile it. The
+    fix names the capture setting that kept the op in a graph when it was tried on the sample, and only that."""
+    if COMPILE in audited.kinds() or EAGER in audited.kinds():
+        return []    # audit has said why it does not compile; the same error again adds nothing
+    _, values = _named_values(overload, call)
+    qualname = internals.qualname_of(overload)
+    strict = compile_and_compare(_discarding(overload, call), *values, backend="eager", fullgraph=True)
+    if strict.error is None and not audited.broke_in:
+        return []    # one graph under fullgraph=True, and every one of audit's compiled runs had the op in a graph
+    before = internals.torch_counters("graph_break")
+    default = compile_and_compare(_discarding(overload, call), *values, backend="eager")
+    reasons = [" ".join(str(r).split()) for r in internals.torch_counters("graph_break") - before]
+    if strict.error is not None:
+        error = strict.error
+        broke = default.error is None and default.fate(qualname)["dynamo"] is False
+        return [Finding("fullgraph", f"torch.compile(fullgraph=True) refused the op: {error.type_name}: "
+                        f"{error.message}", "a fullgraph=True user gets this error" + (
+                            "; under fullgraph=False Dynamo splits the program at the op and runs it eagerly, "
+                            "unseen by the compiler" if broke else ""), TRACEABLE_FIX,
+                        detail=error.full)]
+    if default.error is None and default.fate(qualname)["dynamo"] is False:
+        why = "; ".join(reasons) or "Dynamo left the op out of every graph"
+        setting = _capturing_setting(overload, call, values, qualname)
+        capture = (f"set torch._dynamo.config.{setting} = True (it kept the op in the graph here)" if setting else
+                   f"use fullgraph=True ({' and '.join(CAPTURE_SETTINGS)} alone each left the op out of the graph "
+                   "here)")
+        return [Finding("fullgraph", f"under default settings (fullgraph=False) the op breaks the graph and runs "
+                        f"eagerly: {why}", "the compiler sees nothing around the op, and every call splits the "
+                        "compiled program in two (fullgraph=True compiled it in one graph)",
+                        "if the op's output size (or int result) really depends on the data, the break is expected "
+                        f"by default: where you compile, {capture}" + (" or use fullgraph=True" if setting else "") +
+                        "; otherwise compute the fake kernel's sizes from the input shapes",
+                        detail="\n".join(reasons))]
+    return []
+
+
+def _second_dtype(dtype: torch.dtype) -> torch.dtype:
+    return torch.float32 if dtype in (torch.float64, torch.float16, torch.bfloat16) else torch.float64
+
+
+def _converted(values, convert) -> list:
+    out = []
+    for value in values:
+        if isinstance(value, torch.Tensor):
+            out.append(convert(value))
+        elif isinstance(value, (list, tuple)) and any(isinstance(v, torch.Tensor) for v in value):
+            out.append(type(value)(convert(v) if isinstance(v, torch.Tensor) else v for v in value))
+        else:
+            out.append(value)
+    return out
+
+
+def _outputs(value) -> list:
+    """Every item of a value, lists and tuples flattened: an op's outputs, or its inputs (a Tensor[] argument)."""
+    if isinstance(value, (list, tuple)):
+        return [t for item in value for t in _outputs(item)]
+    return [value]
+
+
+def _fake_findings(overload, call: Call, audited: AuditReport) -> list[Finding]:
+    """The fake (meta) kernel on the sample's inputs moved to the meta device, then on a second dtype: its outputs
+    must be on the inputs' device ("fake:device") and follow their dtype as the real kernel's do ("fake:dtype";
+    shape too). opcheck's test_faketensor compares the fake on the sample as given; this asks what it does not."""
+    if any(f.check == "opcheck:test_faketensor" for f in audited.findings) or EAGER in audited.kinds():
+        return []     # no fake kernel, or one opcheck already failed: that finding says it
+    names, values = _named_values(overload, call)
+    floating = [v for v in _outputs(values) if isinstance(v, torch.Tensor) and v.is_floating_point()]  # Tensor[] too
+    variants = [("device", "the sample's inputs on the meta device", lambda t: t)]
+    if floating:
+        second = _second_dtype(floating[0].dtype)
+        variants.append(("dtype", f"{str(second).removeprefix('torch.')} inputs (on the meta device)",
+                         lambda t, d=second: t.to(d) if t.is_floating_point() else t))
+    else:
+        variants.append(("dtype", "", None))
+    findings, notes = [], []
+    for aspect, label, convert in variants:
+        if convert is None:
+            notes.append("no floating-point input: the fake kernel was not tried on a second dtype")
+            continue
+        compared = _compare_fake(overload, names, values, len(call.args), convert, aspect)
+        if isinstance(compared, str):
+            notes.append(f"{aspect} of the fake kernel not checked on {label}: {compared}")
+        elif compared:
+            findings.append(Finding(
+                f"fake:{aspect}", f"on {label}, the fake kernel: {'; '.join(compared)}",
+                "torch.compile plans every buffer from the fake kernel, before the real one runs: a "
+                "wrong " + ("device fails or misplaces the op's outputs on a GPU" if aspect == "device" else
+                            "dtype can give wrong results or an error on inputs the samples did not show"),
+                "build the outputs from the inputs: torch.empty_like(x), x.new_empty(shape) (they keep the dtype "
+                "and device), or pass dtype=x.dtype, device=x.device"))
+    return findings + [Finding(NOTE, note, "", "") for note in notes]
+
+
+def _compare_fake(overload, names, values, positional: int, convert, aspect: str) -> list[str] | str:
+    """What the fake promises wrongly for inputs converted by ``convert`` (``aspect``: "device" compares the device,
+    "dtype" the dtype and shape); a string when it could not be compared (why)."""
+    real_inputs = list(copy_inputs(tuple(_converted(values, convert)), names))
+    meta_inputs = _converted(real_inputs, lambda t: t.to("meta"))
+
+    def call(inputs):
+        return overload(*inputs[:positional], **dict(zip(names[positional:], inputs[positional:])))
+
+    try:
+        promised = call(meta_inputs)
+    except Exception as error:  # noqa: BLE001 - e.g. a data-dependent size: no meta answer to compare
+        return f"it did not run on meta tensors ({as_torch_error(error, 'eager').message[:160]})"
+    try:
+        real = call(real_inputs)
+    except Exception as error:  # noqa: BLE001 - the kernel does not take this dtype: nothing to compare
+        return f"the kernel itself refuses them ({type(error).__name__})"
+    problems = []
+    pairs = [(f, r) for f, r in zip(_outputs(promised), _outputs(real))
+             if isinstance(f, torch.Tensor) and isinstance(r, torch.Tensor)]
+    for index, (fake_out, real_out) in enumerate(pairs):
+        which = "its output" if len(pairs) == 1 else f"output {index}"
+        if aspect == "device" and fake_out.device.type != "meta":
+            problems.append(f"{which} is on {fake_out.device}, not on its inputs' device (torch.empty(n) without "
+                            "device= is wrong for a CUDA input)")
+        if aspect == "dtype" and fake_out.dtype != real_out.dtype:
+            problems.append(f"{which} promises {fake_out.dtype}, the kernel returns {real_out.dtype}")
+        if aspect == "dtype" and tuple(fake_out.shape) != tuple(real_out.shape):
+            problems.append(f"{which} promises shape {list(fake_out.shape)}, the kernel returns "
+                            f"{list(real_out.shape)}")
+    return problems
+
 
 
 # --- the checks, in the order an audit runs them: a new check is one entry in CHECKS -------------------------
 
 
+LIBRARY_DOCS = "https://docs.pytorch.org/docs/stable/library.html"
+TUTORIAL = "https://docs.pytorch.org/tutorials/advanced/custom_ops_landing_page.html"
+FAKE_DOCS = f"{LIBRARY_DOCS}#torch.library.register_fake"
+INPUT_DOCS = f"{LIBRARY_DOCS}#torch.library.opcheck"   # what inputs an op is checked on, as opcheck takes them
+
+
 @dataclasses.dataclass(frozen=True)
 class Check:
-    """One step of an audit: ``find(overload, call)`` returns its findings, of kind ``kind`` (or :data:`EAGER`,
+    """One check of an op: ``find(overload, call)`` returns its findings, of kind ``kind`` (or :data:`EAGER`,
     :data:`NOTE`); if it raises, that is one finding of its kind saying the check could not run.
 
-    ``stop_if``: the audit ends before this step once a finding of one of these kinds is in (this step could tell
-    nothing more). ``told_compiled``: its findings are told what the compiled runs of this audit did.
+    ``docs``: the official page that states the rule it holds the op to, and ``lesson``: the lab's topic that shows
+    it (:func:`labkit.lessons.notebook_about`; None for none). Every finding it makes carries both (``docs``,
+    ``learn_more``) unless it names its own. ``stop_if``: the audit ends before this check once a finding of one of
+    these kinds is in (this check could tell nothing more). ``told_compiled``: its findings are told what the
+    compiled runs of this audit did. ``doctor_only``: ``labkit doctor`` runs it after audit, on each sample, as
+    ``find(overload, call, audited)`` with audit's report; ``labkit.audit`` does not (it compiles more, and its
+    learners meet these in lessons), and what it raises is the doctor's to report.
     """
 
     kind: str
     find: Callable[..., list[Finding]]
+    docs: str
+    lesson: str | None
     stop_if: tuple[str, ...] = ()
     told_compiled: bool = False
+    doctor_only: bool = False
 
 
 CHECKS = (
-    Check(DECLARATION, _declaration_findings, told_compiled=True),
-    Check(MEMORY, _shared_memory_findings),   # after an eager failure it cannot run, and says nothing
-    Check(OPCHECK, _opcheck_findings, told_compiled=True),
+    Check(DECLARATION, _declaration_findings, f"{LIBRARY_DOCS}#torch.library.custom_op", "mutates_args",
+          told_compiled=True),
+    # after an eager failure it cannot run, and says nothing
+    Check(MEMORY, _shared_memory_findings, f"{LIBRARY_DOCS}#torch.library.custom_op", "aliasing"),
+    Check(OPCHECK, _opcheck_findings, f"{LIBRARY_DOCS}#torch.library.opcheck", "a silent wrong result",
+          told_compiled=True),
     # nothing compiled can run on an op that fails eagerly (opcheck has said what else is wrong)
-    Check(COMPILE, _compile_findings, stop_if=(EAGER,)),
+    Check(COMPILE, _compile_findings, TUTORIAL, "a silent wrong result", stop_if=(EAGER,)),
     # a program that already differs tells nothing about a clone passed in another argument's place
-    Check(ALIASING, _clone_alias_findings, stop_if=(COMPILE,)),
+    Check(ALIASING, _clone_alias_findings, "https://github.com/pytorch/pytorch/issues/198031", "mutates_args",
+          stop_if=(COMPILE,)),
+    Check(FULLGRAPH, _fullgraph_findings, TUTORIAL, "graph breaks", doctor_only=True),
+    Check(FAKE, _fake_findings, FAKE_DOCS, "fake kernels", doctor_only=True),
 )
 
 
-def _run_check(check: Check, overload, call: _Call) -> list[Finding]:
-    """``check``'s findings; anything it raises is one finding: an audit must not crash a learner's kernel."""
-    try:
-        return check.find(overload, call)
-    except Exception as error:  # noqa: BLE001 - an audit must not crash a learner's kernel
-        message = str(error) if isinstance(error, InputError) else as_torch_error(error, check.kind).message
-        return [Finding(check.kind, f"the check could not run: {type(error).__name__}: {message}",
-                        "the sample inputs may not fit the op's schema", "call the op once eagerly with them",
-                        could_not_run=True)]
+def learn_more(topic: str | None) -> str:
+    """The lab's notebook that teaches ``topic``, as a finding's "learn more" line ("" for no topic)."""
+    if topic is None:
+        return ""
+    lesson = notebook_about(topic)
+    return f"the torch.compile × custom ops lab, notebook {lesson.number} ({lesson.title})"
+
+
+def run_check(check: Check, overload, call: Call, audited: AuditReport | None = None) -> list[Finding]:
+    """``check``'s findings on one call, each carrying the check's official page and lesson unless it names its
+    own. An audit check must not crash a learner's kernel: what it raises is one finding saying it could not run.
+    A doctor-only check gets ``audited`` (audit's report on the same call), and what it raises is raised: the
+    doctor reports it as labkit's bug."""
+    if check.doctor_only:
+        found = check.find(overload, call, audited)
+    else:
+        try:
+            found = check.find(overload, call)
+        except Exception as error:  # noqa: BLE001 - an audit must not crash a learner's kernel
+            message = str(error) if isinstance(error, InputError) else as_torch_error(error, check.kind).message
+            found = [Finding(check.kind, f"the check could not run: {type(error).__name__}: {message}",
+                             "the sample inputs may not fit the op's schema", "call the op once eagerly with them",
+                             could_not_run=True)]
+    lesson = learn_more(check.lesson)
+    return [f if f.kind == NOTE else dataclasses.replace(f, docs=f.docs or check.docs,
+                                                         learn_more=f.learn_more or lesson) for f in found]
 
 
 def _not_repeating(found: list[Finding], eager: str) -> list[Finding]:
@@ -804,19 +1016,22 @@ def audit(op, /, *sample_args, **sample_kwargs) -> AuditReport:
     unavailable = compiler_unavailable()
     if refusal is None and unavailable is not None:
         refusal = Finding(INPUT, unavailable, "audit compares eager runs with compiled ones, and none can "
-                          "compile honestly here", "audit from the main thread of a process where Dynamo is on")
+                          "compile honestly here", "audit from the main thread of a process where Dynamo is on",
+                          docs=INPUT_DOCS)
     if refusal is not None:
         return AuditReport(_short_repr(op), "?", [refusal], [], [], time.perf_counter() - start)
-    call = _Call(sample_args, sample_kwargs)
+    call = Call(sample_args, sample_kwargs)
     findings, run = [], []
     learners_counts = ops.call_counts()   # the op runs many times here: its .calls is put back afterwards
     with torch_logs_held_back(), _calls_put_back(learners_counts):
         for check in CHECKS:
+            if check.doctor_only:
+                continue
             if any(f.kind in check.stop_if for f in findings):
                 break
             run.append(check.kind)
             eager = " ".join(f.problem for f in findings if f.kind == EAGER)
-            findings += _not_repeating(_run_check(check, overload, call), eager)
+            findings += _not_repeating(run_check(check, overload, call), eager)
     notes = [f for f in findings if f.kind == NOTE]
     findings = _first_not_told_of_above(_with_compiled_consequence(
         [f for f in findings if f.kind != NOTE], compile_ran=COMPILE in run,

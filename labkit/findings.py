@@ -12,8 +12,8 @@ whether one of audit's checks could not run at all (``could_not_run``). A senten
 meaning. (Inside audit a few sentences are still built from other sentences: the compiled consequence from the
 compile findings' problems, and a check's repeat of the eager failure told by its first words.)
 
-Not here: running any check (:mod:`labkit.auditing`, :mod:`labkit.doctor.steps`), where a finding is explained
-(:mod:`labkit.doctor.links`), and how it is printed (:mod:`labkit.render`, :mod:`labkit.doctor.formats`).
+Not here: running any check, and which page and lesson explain it (each check of :data:`labkit.auditing.CHECKS`
+names them), and how it is printed (:mod:`labkit.render`, :mod:`labkit.doctor.formats`).
 """
 
 from __future__ import annotations
@@ -43,6 +43,10 @@ class Finding:
     def kind(self) -> str:
         """The kind of check that found it: ``check`` without an opcheck test's name or a fake kernel's aspect."""
         return self.check.split(":")[0]
+
+    def as_note(self) -> str:
+        """A note (kind ``"note"``) as one line of a report's "not checkable here": what, and what to do."""
+        return f"{self.problem} ({self.fix})" if self.fix else self.problem
 
     def __str__(self):
         text = f"[{self.check}] {self.problem}\n    why: {self.why}\n    fix: {self.fix}"

@@ -14,18 +14,18 @@ not hold before, plus any C++ op of a namespace named with ``namespaces=``), tak
    fingerprint on, which holds a Python-defined op's declaration; a C++ op's it does not (nor do torch's own keys:
    pytorch #187319), and its note says what to do.
 
-Steps 2-4 are the doctor's own (:data:`STEPS`): audit's learners meet them in lessons instead. :func:`check` does
+2 and 3 are checks of the same registry, ``doctor_only`` (audit's learners meet them in lessons instead); every
+check names its official page and lesson, which each finding carries. :func:`check` does
 the same on ops given as objects (a notebook's, a test's). Nothing here raises at the project: a failing op, a
 failing sample or a failing step is a finding; what cannot be used at all (a module that does not import, one that
 registers no op) is one sentence, :class:`UsageError`. The caller's sample inputs are only ever copied.
 
 Its modules, each one job, lowest first: :mod:`~labkit.doctor.formats` (a report as a terminal table, JSON, JUnit
-XML), :mod:`~labkit.doctor.report` (what a report holds), :mod:`~labkit.doctor.links` (each kind of finding's
-official page and lesson), :mod:`~labkit.doctor.discovery` (finding the ops), :mod:`~labkit.doctor.samples` (their
-inputs), :mod:`~labkit.doctor.steps` (the doctor's own steps after audit), :mod:`~labkit.doctor.examining` (one
-overload, into one result) and :mod:`~labkit.doctor.running` (a run: :func:`run`, :func:`check`,
-:func:`assert_clean`), and :mod:`~labkit.doctor.stopping` (how the command line's process stops: Ctrl-C wherever
-it lands, a project's thread left running).
+XML), :mod:`~labkit.doctor.report` (what a report holds), :mod:`~labkit.doctor.discovery` (finding the ops),
+:mod:`~labkit.doctor.samples` (their inputs), :mod:`~labkit.doctor.examining` (one overload, into one result) and
+:mod:`~labkit.doctor.running` (a run: :func:`run`, :func:`check`, :func:`assert_clean`), and
+:mod:`~labkit.doctor.stopping` (how the command line's process stops: Ctrl-C wherever it lands, a project's thread
+left running).
 
 Not here: any of that work (this file gathers the public names), the command line (:mod:`labkit.__main__`),
 pytest's items (``labkit_pytest`` (beside the package)), and private torch.
@@ -38,11 +38,10 @@ from .report import FAIL, PASS, SKIP, DoctorReport, Finding, OpResult, Sample, e
 from .running import Interrupted, assert_clean, check, examine_in_report, import_limit, run, say_to_stderr, time_limit
 
 from .samples import refuse_unmatched, sample_tables, samples_for
-from .steps import STEPS, Step
 
 __all__ = ["run", "check", "assert_clean", "discover", "examine", "DoctorReport", "OpResult", "Finding", "Sample",
-           "UsageError", "STEPS", "Interrupted",
+           "UsageError", "Interrupted",
            # also used by labkit's command line and pytest plugin, and named in the docs
-           "Step", "Target", "import_module", "op_snapshot", "samples_for", "sample_tables", "examine_in_report",
+           "Target", "import_module", "op_snapshot", "samples_for", "sample_tables", "examine_in_report",
            "say_to_stderr", "refuse_unmatched", "time_limit", "import_limit",
            "describe_value", "environment", "PASS", "FAIL", "SKIP"]

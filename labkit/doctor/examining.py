@@ -1,10 +1,11 @@
 """One overload examined (:func:`examine`): its samples, then on each sample everything :func:`labkit.audit` checks
-and the doctor's own steps (:data:`labkit.doctor.steps.STEPS`), then the cache note; audit's findings restated for
-a bug report (the official page, the lab's lesson), each defect once, into one :class:`OpResult`. Never raises: a
-failing op, sample or step is a finding.
+and the checks only the doctor runs (:data:`labkit.auditing.CHECKS`' ``doctor_only`` ones, through the same
+:func:`labkit.auditing.run_check`), then the cache note; each defect once, with the sample that showed it (its
+official page and lesson came with it from its check), into one :class:`OpResult`. Never raises: a failing op,
+sample or check is a finding.
 
 Not here: which ops (:mod:`labkit.doctor.discovery`) and which inputs (:mod:`labkit.doctor.samples`), what each
-step checks (:mod:`labkit.doctor.steps`), and the run around it: caches, warm-up, progress
+check looks at (:mod:`labkit.auditing`), and the run around it: caches, warm-up, progress
 (:mod:`labkit.doctor.running`).
 """
 
@@ -15,20 +16,13 @@ import time
 import traceback
 
 from .. import _torch_internals as internals
-from .. import auditing
-from . import steps
+from .. import auditing, cache
 from .discovery import Target
-from .links import DOCS, FAKE_DOCS, TUTORIAL, learn_more, with_learn_more
 from .report import FAIL, PASS, SKIP, Finding, OpResult
 from .samples import generated_fits, samples_for
 
 
-def _from_audit(finding: Finding, sample: int) -> Finding:
-    """Audit's finding for a bug report: its official page, the lab's lesson, and the sample that showed it."""
-    docs, topic = DOCS.get(finding.kind, (TUTORIAL, None))
-    if finding.check == "opcheck:test_faketensor":
-        docs = FAKE_DOCS
-    return dataclasses.replace(finding, docs=docs, learn_more=learn_more(topic), sample=sample)
+ISSUES = "https://github.com/torch-compile-lab/custom-ops-lab/issues"   # where a bug of labkit's own is reported
 
 
 def _unique(findings: list[Finding]) -> list[Finding]:
@@ -45,8 +39,20 @@ def _doctor_error(step: str, error: BaseException, sample: int | None) -> Findin
     return Finding("doctor", f"labkit's {step} step failed on this op: {type(error).__name__}: "
                    f"{' '.join(str(error).split())[:300]}", "the doctor could not finish this check, so the op "
                    "is not passed", "run labkit.audit(op, *sample) on it by hand; if that works, report this "
-                   "as a labkit bug with the JSON report", docs=DOCS["doctor"][0],
+                   "as a labkit bug with the JSON report", docs=ISSUES,
                    detail="".join(traceback.format_exception(error)), sample=sample)
+
+
+def cache_note(target_name: str) -> list[str]:
+    """What the run's compile caches key on for this op: a note, never a check. The doctor compiles with labkit's
+    fingerprint on, and a Python-defined op's declaration is part of that fingerprint by construction, so there is
+    nothing about the op that could fail; a C++ op's declaration is not, and the note says what to do instead."""
+    if cache.covers(target_name):
+        return ["compile caches: compiled with labkit's cache fingerprint on, which holds this op's declaration "
+                "(defined from Python): a changed declaration compiles afresh (a note, not a check)"]
+    return ["its declaration is not in labkit's cache fingerprint (an op defined in C++), and torch's compile "
+            "caches do not key on an op's schema (pytorch #187319): after rebuilding it with another schema, "
+            "change torch.compiler.config.cache_key_tag or clear the cache (TORCHINDUCTOR_FX_GRAPH_CACHE=0)"]
 
 
 def examine(target: Target, tables: list[dict]) -> OpResult:
@@ -80,26 +86,26 @@ def examine(target: Target, tables: list[dict]) -> OpResult:
                      f"run it with arguments from the {backend!r} backend); run the doctor where it has one"]
             return OpResult(name, schema, target.found_in, SKIP, [], samples, [], notes, time.perf_counter() - start)
         checks_run += [c for c in audited.checks_run if c not in checks_run]
-        findings += [_from_audit(f, index) for f in audited.findings]
+        findings += [dataclasses.replace(f, sample=index) for f in audited.findings]
         for note in audited.not_checkable():
             if note not in notes:
                 notes.append(note)
         break_notes += [n for n in audited.not_checkable() if n not in audited.not_checkable(breaks=False)]
-        for step in steps.STEPS:
+        call = auditing.Call(sample.args, sample.kwargs)
+        for check in [c for c in auditing.CHECKS if c.doctor_only]:
             try:
                 with auditing.torch_logs_held_back():
-                    found = step.find(overload, sample, audited)
-            except Exception as error:  # noqa: BLE001 - a step must not crash the run
-                findings.append(_doctor_error(step.name, error, index))
+                    found = auditing.run_check(check, overload, call, audited)
+            except Exception as error:  # noqa: BLE001 - a check must not crash the run
+                findings.append(_doctor_error(check.kind, error, index))
                 continue
-            found, step_notes = found if isinstance(found, tuple) else (found, [])
-            checks_run += [step.name] if step.name not in checks_run else []
-            findings += [dataclasses.replace(f, sample=index) for f in found]
-            notes += [n for n in step_notes if n not in notes]
-    notes += steps.cache_note(name)   # a note: the fingerprint holds a Python-defined op's declaration by design
+            checks_run += [check.kind] if check.kind not in checks_run else []
+            findings += [dataclasses.replace(f, sample=index) for f in found if f.kind != auditing.NOTE]
+            notes += [n.as_note() for n in found if n.kind == auditing.NOTE and n.as_note() not in notes]
+    notes += cache_note(name)   # a note: the fingerprint holds a Python-defined op's declaration by design
     if any(f.check == "fullgraph" for f in findings):   # audit's note on the break: the finding now names it
         notes = [n for n in notes if n not in break_notes]
-    findings = [with_learn_more(f) for f in _unique(findings)]
+    findings = _unique(findings)
     return OpResult(name, schema, target.found_in, FAIL if findings else PASS, findings, samples, checks_run,
                     notes, time.perf_counter() - start)
 

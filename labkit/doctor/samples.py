@@ -8,7 +8,7 @@ is a finding), :func:`unmatched` the keys that name no op examined
 run the op at all. The caller's inputs are only ever copied; its random state is left alone.
 
 Not here: finding the ops (:mod:`labkit.doctor.discovery`), and checking them on the samples
-(:mod:`labkit.doctor.steps`, :mod:`labkit.doctor.examining`).
+(:mod:`labkit.doctor.examining`, :mod:`labkit.auditing`).
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from __future__ import annotations
 import torch
 
 from .. import _torch_internals as internals
+from .. import auditing
 from ..compare import copy_inputs
 from ..describe import brief
 from ..errors import as_torch_error
 from .discovery import Target, UsageError, full_name, op_name
-from .links import DOCS
 from .report import Finding, Sample
 
 
@@ -61,7 +61,7 @@ def samples_for(target_name: str, overload, tables: list[dict]) -> tuple[list[Sa
 def _samples_problem(name: str, what: str) -> Finding:
     return Finding("samples", f"SAMPLES[{name!r}] {what}", "the doctor runs the op on the inputs SAMPLES gives, "
                    "as torch.library.opcheck takes them", f"make SAMPLES[{name!r}] a list of (args, kwargs) pairs, "
-                   "e.g. [((torch.randn(4),), {})], or a function returning one", docs=DOCS["samples"][0])
+                   "e.g. [((torch.randn(4),), {})], or a function returning one", docs=auditing.INPUT_DOCS)
 
 
 def _read_samples(name: str, value, overload) -> tuple[list[Sample], list[str], list[Finding]]:

@@ -206,20 +206,46 @@ def test_a_sentence_that_sends_a_learner_to_a_lesson_names_the_notebook_that_tea
         assert f"notebook {lesson.number}" in sentence()
 
 
-def test_an_audit_check_is_one_entry(monkeypatch):
+def test_a_new_check_is_one_entry_and_its_page_and_lesson_reach_audit_and_the_doctor(monkeypatch):
+    """A throwaway check registered in CHECKS shows in audit's report and in the doctor's, there with its own
+    official page and lesson (the doctor used to map kinds to pages in a table of its own, and gave a new check a
+    generic page and no lesson); a doctor-only one reaches the doctor's report and not audit's."""
+    from labkit import doctor
+
     def extra(overload, call):
         return [auditing.Finding("extra", "a finding of a new check", "why", "fix")]
 
-    monkeypatch.setattr(auditing, "CHECKS", (auditing.CHECKS[0], auditing.Check("extra", extra)))
+    def deeper(overload, call, audited):
+        assert audited.checks_run == ["declaration", "extra"], "a doctor-only check gets audit's report"
+        return [auditing.Finding("deeper:aspect", "a finding only the doctor looks for", "why", "fix"),
+                auditing.Finding(auditing.NOTE, "not tried on a second device", "", "")]
+
+    checks = (auditing.CHECKS[0],
+              auditing.Check("extra", extra, "https://example.org/extra", "mutates_args"),
+              auditing.Check("deeper", deeper, "https://example.org/deeper", "graph breaks", doctor_only=True))
+    monkeypatch.setattr(auditing, "CHECKS", checks)
     op = labkit.declare(name="t::layout_audited", returns="fresh")
     report = labkit.audit(op, torch.ones(2))
     assert report.checks_run == ["declaration", "extra"]
     assert [f.check for f in report.findings] == ["extra"] and report.kinds() == {"extra"}
 
+    result = doctor.check(op, samples={op: [((torch.ones(2),), {})]}).results[0]
+    assert result.checks_run == ["declaration", "extra", "deeper"]
+    found = {f.check: f for f in result.findings}
+    assert set(found) == {"extra", "deeper:aspect"}, result.findings
+    assert found["extra"].docs == "https://example.org/extra"
+    assert found["extra"].learn_more == auditing.learn_more("mutates_args") != ""
+    assert found["deeper:aspect"].docs == "https://example.org/deeper"
+    assert f"notebook {lessons.notebook_about('graph breaks').number}" in found["deeper:aspect"].learn_more
+    assert "not tried on a second device" in result.notes
+
 
 def test_the_audit_runs_its_checks_in_order_with_named_kinds():
     assert [c.kind for c in auditing.CHECKS] == [auditing.DECLARATION, auditing.MEMORY, auditing.OPCHECK,
-                                                 auditing.COMPILE, auditing.ALIASING]
+                                                 auditing.COMPILE, auditing.ALIASING, auditing.FULLGRAPH,
+                                                 auditing.FAKE]
+    assert [c.kind for c in auditing.CHECKS if c.doctor_only] == [auditing.FULLGRAPH, auditing.FAKE]
+    assert all(c.docs.startswith("https://") for c in auditing.CHECKS), "every check names its official page"
     stops = {c.kind: c.stop_if for c in auditing.CHECKS}
     assert stops[auditing.COMPILE] == (auditing.EAGER,) and stops[auditing.ALIASING] == (auditing.COMPILE,)
 
