@@ -16,8 +16,10 @@ compiled runs got wrong because of it where they did):
 5. a clone of a written argument passed in another argument's place, compiled with Inductor
    (pytorch #198031).
 
-These are :data:`CHECKS`, in order: a new check is one entry there, and its findings' kind one of the
-named kinds (:data:`DECLARATION`, ...). It never raises at a learner: anything that goes wrong becomes a
+These are :data:`CHECKS`, in order: a new check is one entry there, with its official page and lesson, and its
+findings' kind one of the named kinds (:data:`DECLARATION`, ...). The same registry holds two checks only
+``labkit doctor`` runs (``doctor_only``): ``fullgraph=True``, and the fake kernel on the meta device and a second
+dtype; ``audit`` skips them. It never raises at a learner: anything that goes wrong becomes a
 finding. What it cannot see — a Python side effect in a "pure" op, a write that only happens for other
 inputs — it says so.
 
@@ -43,7 +45,7 @@ from . import _torch_internals as internals
 from . import checks, ops
 from .cache import TORCH_OP_NAMESPACES
 from .describe import brief
-from .lessons import notebook_about
+from .lessons import LESSONS, notebook_about
 from .env import compiler_unavailable
 from .logs import torch_loggers
 from .compare import copy_inputs
@@ -807,7 +809,7 @@ def _fullgraph_findings(overload, call: Call, audited: AuditReport) -> list[Find
     if strict.error is not None:
         error = strict.error
         broke = default.error is None and default.fate(qualname)["dynamo"] is False
-        return [Finding("fullgraph", f"torch.compile(fullgraph=True) refused the op: {error.type_name}: "
+        return [Finding(FULLGRAPH, f"torch.compile(fullgraph=True) refused the op: {error.type_name}: "
                         f"{error.message}", "a fullgraph=True user gets this error" + (
                             "; under fullgraph=False Dynamo splits the program at the op and runs it eagerly, "
                             "unseen by the compiler" if broke else ""), TRACEABLE_FIX,
@@ -818,7 +820,7 @@ def _fullgraph_findings(overload, call: Call, audited: AuditReport) -> list[Find
         capture = (f"set torch._dynamo.config.{setting} = True (it kept the op in the graph here)" if setting else
                    f"use fullgraph=True ({' and '.join(CAPTURE_SETTINGS)} alone each left the op out of the graph "
                    "here)")
-        return [Finding("fullgraph", f"under default settings (fullgraph=False) the op breaks the graph and runs "
+        return [Finding(FULLGRAPH, f"under default settings (fullgraph=False) the op breaks the graph and runs "
                         f"eagerly: {why}", "the compiler sees nothing around the op, and every call splits the "
                         "compiled program in two (fullgraph=True compiled it in one graph)",
                         "if the op's output size (or int result) really depends on the data, the break is expected "
@@ -855,7 +857,7 @@ def _fake_findings(overload, call: Call, audited: AuditReport) -> list[Finding]:
     """The fake (meta) kernel on the sample's inputs moved to the meta device, then on a second dtype: its outputs
     must be on the inputs' device ("fake:device") and follow their dtype as the real kernel's do ("fake:dtype";
     shape too). opcheck's test_faketensor compares the fake on the sample as given; this asks what it does not."""
-    if any(f.check == "opcheck:test_faketensor" for f in audited.findings) or EAGER in audited.kinds():
+    if any(f.check == f"{OPCHECK}:test_faketensor" for f in audited.findings) or EAGER in audited.kinds():
         return []     # no fake kernel, or one opcheck already failed: that finding says it
     names, values = _named_values(overload, call)
     floating = [v for v in _outputs(values) if isinstance(v, torch.Tensor) and v.is_floating_point()]  # Tensor[] too
@@ -919,7 +921,7 @@ def _compare_fake(overload, names, values, positional: int, convert, aspect: str
 
 
 
-# --- the checks, in the order an audit runs them: a new check is one entry in CHECKS -------------------------
+# --- the checks, in the order they run (the doctor-only ones after audit's): a new check is one entry in CHECKS
 
 
 LIBRARY_DOCS = "https://docs.pytorch.org/docs/stable/library.html"
@@ -931,15 +933,17 @@ INPUT_DOCS = f"{LIBRARY_DOCS}#torch.library.opcheck"   # what inputs an op is ch
 @dataclasses.dataclass(frozen=True)
 class Check:
     """One check of an op: ``find(overload, call)`` returns its findings, of kind ``kind`` (or :data:`EAGER`,
-    :data:`NOTE`); if it raises, that is one finding of its kind saying the check could not run.
+    :data:`NOTE`); if an audit check raises, that is one finding of its kind saying the check could not run.
 
     ``docs``: the official page that states the rule it holds the op to, and ``lesson``: the lab's topic that shows
-    it (:func:`labkit.lessons.notebook_about`; None for none). Every finding it makes carries both (``docs``,
-    ``learn_more``) unless it names its own. ``stop_if``: the audit ends before this check once a finding of one of
-    these kinds is in (this check could tell nothing more). ``told_compiled``: its findings are told what the
-    compiled runs of this audit did. ``doctor_only``: ``labkit doctor`` runs it after audit, on each sample, as
-    ``find(overload, call, audited)`` with audit's report; ``labkit.audit`` does not (it compiles more, and its
-    learners meet these in lessons), and what it raises is the doctor's to report.
+    it (a key of :data:`labkit.lessons.LESSONS`; None for none). Every finding it makes but a note carries both
+    (``docs``, ``learn_more``) unless it names its own page. ``stop_if``: the audit ends before this check once a
+    finding of one of these kinds is in (this check could tell nothing more). ``told_compiled``: its findings are
+    told what the compiled runs of this audit did. ``doctor_only``: ``labkit doctor`` runs it after audit, on each
+    sample, as ``find(overload, call, audited)`` with audit's report, and ``labkit.audit`` does not (it compiles
+    more, and its learners meet these in lessons); it reads ``audited`` itself to tell when it has nothing to add
+    (``stop_if`` and ``told_compiled`` are audit's, refused here), and what it raises the doctor reports as labkit's
+    bug. A wrong topic or a doctor-only check with audit's options is refused when the check is made.
     """
 
     kind: str
@@ -949,6 +953,14 @@ class Check:
     stop_if: tuple[str, ...] = ()
     told_compiled: bool = False
     doctor_only: bool = False
+
+    def __post_init__(self):
+        if self.lesson is not None and self.lesson not in LESSONS:
+            raise ValueError(f"Check {self.kind!r}: lesson {self.lesson!r} is no topic of labkit.lessons.LESSONS "
+                             f"({', '.join(LESSONS)}); add it to a notebook's topics in pyproject.toml, or pass None")
+        if self.doctor_only and (self.stop_if or self.told_compiled):
+            raise ValueError(f"Check {self.kind!r}: stop_if and told_compiled are audit's; a doctor_only check "
+                             "reads audit's report (its third argument) to tell when it has nothing to add")
 
 
 CHECKS = (
@@ -982,6 +994,9 @@ def run_check(check: Check, overload, call: Call, audited: AuditReport | None = 
     A doctor-only check gets ``audited`` (audit's report on the same call), and what it raises is raised: the
     doctor reports it as labkit's bug."""
     if check.doctor_only:
+        if audited is None:
+            raise ValueError(f"the doctor_only check {check.kind!r} needs audit's report on the same call: "
+                             "run_check(check, overload, call, audited)")
         found = check.find(overload, call, audited)
     else:
         try:

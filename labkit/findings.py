@@ -2,8 +2,9 @@
 
 A :class:`Finding` is a defect of an op (or, of kind ``"note"``, something a check could not look at on these
 inputs, said beside any defects) stated for a learner and for a bug report: what is wrong, why it matters under
-torch.compile, the fix, and what the compiled runs did because of it. The doctor adds the official page
-(``docs``), the lab's lesson (``learn_more``) and which sample showed it; they are keywords, after ``fix``.
+torch.compile, the fix, and what the compiled runs did because of it; the official page (``docs``) and the lab's
+lesson (``learn_more``) come from the check that made it (a note has neither), and the doctor adds which sample
+showed it. These are keywords, after ``fix``.
 
 The facts the doctor acts on travel as fields, not as words to be read back: the error torch raised calling the op
 eagerly (``raised``, a :class:`~labkit.errors.TorchError`: its kind, and the backend it found no kernel for), the
@@ -25,15 +26,15 @@ from .errors import TorchError
 
 @dataclasses.dataclass(frozen=True)
 class Finding:
-    check: str          # its kind ("declaration", "compile", a doctor step's "fullgraph"); an opcheck finding adds
+    check: str          # its kind ("declaration", "compile", the doctor's "fullgraph"); an opcheck finding adds
     problem: str        # its test's name, "opcheck:test_schema", and a fake-kernel one its aspect, "fake:dtype"
     why: str
     fix: str
     _: dataclasses.KW_ONLY
     compiled: str = ""  # what torch.compile got wrong because of it, where the check saw it happen
     detail: str = ""    # torch's whole message, where ``problem`` quotes it shortened (a bug report wants it all)
-    docs: str = ""      # the official page that states the rule (the doctor's)
-    learn_more: str = ""          # the lab's lesson that shows it (the doctor's; a pointer, never the reason)
+    docs: str = ""      # the official page that states the rule (its check's, unless it names its own)
+    learn_more: str = ""          # the lab's lesson that shows it (its check's; a pointer, never the reason)
     sample: int | None = None     # which sample (0-based) showed it; None: the op itself, or a single call
     raised: TorchError | None = None   # the error torch raised calling the op, when that is the finding
     broke_in: int = 0             # a graph-break note: in how many compiled runs Dynamo ran the op eagerly

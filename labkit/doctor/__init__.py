@@ -5,7 +5,8 @@
 not hold before, plus any C++ op of a namespace named with ``namespaces=``), takes sample inputs from the project
 (a module-level ``SAMPLES``, :func:`samples_for`) and checks each overload separately:
 
-1. everything :func:`labkit.audit` checks (its :data:`labkit.auditing.CHECKS`: the kernel against its
+1. everything :func:`labkit.audit` checks (the checks of :data:`labkit.auditing.CHECKS` not ``doctor_only``: the
+   kernel against its
    declaration, every opcheck test, eager vs compiled with aot_eager and Inductor, static and dynamic, and the
    clone passed in another argument's place, pytorch #198031);
 2. ``fullgraph=True``, so that a graph break is named instead of passed;

@@ -35,8 +35,8 @@ def _unique(findings: list[Finding]) -> list[Finding]:
     return kept
 
 
-def _doctor_error(step: str, error: BaseException, sample: int | None) -> Finding:
-    return Finding("doctor", f"labkit's {step} step failed on this op: {type(error).__name__}: "
+def _doctor_error(check: str, error: BaseException, sample: int | None) -> Finding:
+    return Finding("doctor", f"labkit's {check} step failed on this op: {type(error).__name__}: "
                    f"{' '.join(str(error).split())[:300]}", "the doctor could not finish this check, so the op "
                    "is not passed", "run labkit.audit(op, *sample) on it by hand; if that works, report this "
                    "as a labkit bug with the JSON report", docs=ISSUES,
@@ -56,7 +56,7 @@ def cache_note(target_name: str) -> list[str]:
 
 
 def examine(target: Target, tables: list[dict]) -> OpResult:
-    """One overload: its samples, then audit and the doctor's steps on each. Never raises."""
+    """One overload: its samples, then audit and the doctor-only checks on each. Never raises."""
     start = time.perf_counter()
     overload, name = target.overload, target.name
     schema = internals.schema_of(overload)
@@ -103,7 +103,7 @@ def examine(target: Target, tables: list[dict]) -> OpResult:
             findings += [dataclasses.replace(f, sample=index) for f in found if f.kind != auditing.NOTE]
             notes += [n.as_note() for n in found if n.kind == auditing.NOTE and n.as_note() not in notes]
     notes += cache_note(name)   # a note: the fingerprint holds a Python-defined op's declaration by design
-    if any(f.check == "fullgraph" for f in findings):   # audit's note on the break: the finding now names it
+    if any(f.check == auditing.FULLGRAPH for f in findings):   # audit's note on the break: the finding names it
         notes = [n for n in notes if n not in break_notes]
     findings = _unique(findings)
     return OpResult(name, schema, target.found_in, FAIL if findings else PASS, findings, samples, checks_run,

@@ -207,10 +207,12 @@ def test_a_sentence_that_sends_a_learner_to_a_lesson_names_the_notebook_that_tea
 
 
 def test_a_new_check_is_one_entry_and_its_page_and_lesson_reach_audit_and_the_doctor(monkeypatch):
-    """A throwaway check registered in CHECKS shows in audit's report and in the doctor's, there with its own
-    official page and lesson (the doctor used to map kinds to pages in a table of its own, and gave a new check a
-    generic page and no lesson); a doctor-only one reaches the doctor's report and not audit's."""
+    """A throwaway check registered in CHECKS shows in audit's report and in the doctor's, there (its JSON and its
+    terminal lines) with its own official page and lesson (the doctor used to map kinds to pages in a table of its
+    own, and gave a new check a generic page and no lesson); a doctor-only one reaches the doctor's report and not
+    audit's, and what it raises is the doctor's report of a labkit bug."""
     from labkit import doctor
+    from labkit.doctor import formats
 
     def extra(overload, call):
         return [auditing.Finding("extra", "a finding of a new check", "why", "fix")]
@@ -220,24 +222,47 @@ def test_a_new_check_is_one_entry_and_its_page_and_lesson_reach_audit_and_the_do
         return [auditing.Finding("deeper:aspect", "a finding only the doctor looks for", "why", "fix"),
                 auditing.Finding(auditing.NOTE, "not tried on a second device", "", "")]
 
+    def broken(overload, call, audited):
+        raise RuntimeError("a bug in a doctor-only check")
+
     checks = (auditing.CHECKS[0],
-              auditing.Check("extra", extra, "https://example.org/extra", "mutates_args"),
-              auditing.Check("deeper", deeper, "https://example.org/deeper", "graph breaks", doctor_only=True))
+              auditing.Check("extra", extra, "https://example.org/extra", "effects"),
+              auditing.Check("deeper", deeper, "https://example.org/deeper", "graph breaks", doctor_only=True),
+              auditing.Check("broken", broken, "https://example.org/broken", None, doctor_only=True))
     monkeypatch.setattr(auditing, "CHECKS", checks)
     op = labkit.declare(name="t::layout_audited", returns="fresh")
     report = labkit.audit(op, torch.ones(2))
     assert report.checks_run == ["declaration", "extra"]
     assert [f.check for f in report.findings] == ["extra"] and report.kinds() == {"extra"}
 
-    result = doctor.check(op, samples={op: [((torch.ones(2),), {})]}).results[0]
+    ran = doctor.check(op, samples={op: [((torch.ones(2),), {})]})
+    result = ran.results[0]
     assert result.checks_run == ["declaration", "extra", "deeper"]
-    found = {f.check: f for f in result.findings}
-    assert set(found) == {"extra", "deeper:aspect"}, result.findings
-    assert found["extra"].docs == "https://example.org/extra"
-    assert found["extra"].learn_more == auditing.learn_more("mutates_args") != ""
-    assert found["deeper:aspect"].docs == "https://example.org/deeper"
-    assert f"notebook {lessons.notebook_about('graph breaks').number}" in found["deeper:aspect"].learn_more
+    reported = {f["check"]: f for f in formats.as_dict(ran)["results"][0]["findings"]}
+    assert set(reported) == {"extra", "deeper:aspect", "doctor"}, reported
+    assert reported["extra"]["docs"] == "https://example.org/extra"
+    assert reported["extra"]["learn_more"] == auditing.learn_more("effects") != auditing.learn_more("mutates_args")
+    assert reported["deeper:aspect"]["docs"] == "https://example.org/deeper"
+    assert f"notebook {lessons.notebook_about('graph breaks').number}" in reported["deeper:aspect"]["learn_more"]
+    assert "labkit's broken step failed on this op: RuntimeError" in reported["doctor"]["problem"]
+    lines = "\n".join(formats.finding_lines(result, full=True))
+    assert "https://example.org/extra" in lines and auditing.learn_more("effects") in lines
     assert "not tried on a second device" in result.notes
+
+
+def test_a_check_with_a_lesson_no_notebook_teaches_or_audits_options_on_a_doctor_check_is_refused():
+    with pytest.raises(ValueError, match="lesson 'efects' is no topic"):
+        auditing.Check("typo", lambda overload, call: [], "https://example.org", "efects")
+    with pytest.raises(ValueError, match="stop_if and told_compiled are audit's"):
+        auditing.Check("deep", lambda overload, call, audited: [], "https://example.org", None,
+                       stop_if=(auditing.EAGER,), doctor_only=True)
+
+
+def test_the_doctor_has_no_steps_or_links_table_of_its_own():
+    from labkit import doctor
+
+    assert not hasattr(doctor, "STEPS") and not hasattr(doctor, "Step")
+    assert not (LABKIT / "doctor" / "steps.py").exists() and not (LABKIT / "doctor" / "links.py").exists()
 
 
 def test_the_audit_runs_its_checks_in_order_with_named_kinds():
