@@ -92,7 +92,7 @@ def examine(target: Target, tables: list[dict]) -> OpResult:
                 notes.append(note)
         break_notes += [n for n in audited.not_checkable() if n not in audited.not_checkable(breaks=False)]
         call = auditing.Call(sample.args, sample.kwargs)
-        for check in [c for c in auditing.CHECKS if c.doctor_only]:
+        for check in [c for c in auditing.registry.CHECKS if c.doctor_only]:
             try:
                 with auditing.torch_logs_held_back():
                     found = auditing.run_check(check, overload, call, audited)

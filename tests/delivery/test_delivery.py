@@ -110,6 +110,8 @@ def test_gpu_recordings_travel_inside_the_labkit_wheel(tmp_path):
     names = set(zipfile.ZipFile(next(tmp_path.glob("labkit-*.whl"))).namelist())
     recordings = {f"labkit/gpu_recordings/{p.name}" for p in (ROOT / "labkit" / "gpu_recordings").glob("*.json")}
     assert recordings and recordings <= names
+    modules = {p.relative_to(ROOT).as_posix() for p in (ROOT / "labkit").rglob("*.py")}   # a subpackage too
+    assert modules - names == set(), "add the package to pyproject.toml's [tool.setuptools] packages"
 
 
 @pytest.mark.parametrize("path", [p for p in NOTEBOOKS if _widget_outputs(p)], ids=lambda p: p.stem)

@@ -105,21 +105,21 @@ def test_audit_s_intermediate_is_a_computed_tensor_of_the_same_values():
     op = _reverse_op("reverse_folded", ("dst",))
     for dtype in (torch.float32, torch.int32, torch.uint8):
         def program(inp):
-            x = auditing._computed_copy(inp)
+            x = auditing.clones._computed_copy(inp)
             y = x.clone()
             op(y, x)
             return x.clone()
         torch.compiler.reset()
         given = torch.arange(8).to(dtype)
-        assert torch.equal(auditing._computed_copy(given), given), "the same values, same dtype"
+        assert torch.equal(auditing.clones._computed_copy(given), given), "the same values, same dtype"
         compiled = torch.compile(program, backend="inductor")(given.clone())
         assert not torch.equal(compiled, program(given.clone())), f"{dtype}: Inductor got it right: {compiled}"
     flags = torch.tensor([True, False])
-    assert torch.equal(auditing._computed_copy(flags), flags), "bool: ~(~x)"
+    assert torch.equal(auditing.clones._computed_copy(flags), flags), "bool: ~(~x)"
     odd = [torch.tensor([-0.0, float("nan"), 1.5]), torch.tensor([1 + 2j, -0.0j]), torch.arange(4).to(torch.uint16)]
     odd += [torch.tensor([0.5, -2.0]).to(torch.float8_e4m3fn)] if hasattr(torch, "float8_e4m3fn") else []
     for tensor in odd:
-        copy = auditing._computed_copy(tensor)
+        copy = auditing.clones._computed_copy(tensor)
         assert copy.dtype == tensor.dtype, tensor.dtype
         assert torch.equal(_bits(copy), _bits(tensor)), f"{tensor.dtype}: the same bits"
 
@@ -300,12 +300,12 @@ def test_a_copy_a_declared_view_and_disjoint_memory_are_not_found():
         assert "memory" not in audit(torch.ops.t.declared_view.default, torch.zeros(3)).kinds()
     finally:
         labkit.ops._destroy_library(lib)
-    assert not auditing._overlap(torch.zeros(2), torch.zeros(2))
+    assert not auditing.declaration._overlap(torch.zeros(2), torch.zeros(2))
     base = torch.zeros(6)
-    assert auditing._overlap(base.view(2, 3).t()[2:], base[5:]), "a transposed view reaches its last byte"
-    assert auditing._overlap(base[1:2].expand(4), base[1:3]), "a stride of 0 reaches one element"
-    assert not auditing._overlap(base[:3], base[3:]), "neighbours share no byte"
-    assert auditing._overlap(base[::2], base[1::2]) is True, "interleaved strided views: their spans meet"
+    assert auditing.declaration._overlap(base.view(2, 3).t()[2:], base[5:]), "a transposed view reaches its last byte"
+    assert auditing.declaration._overlap(base[1:2].expand(4), base[1:3]), "a stride of 0 reaches one element"
+    assert not auditing.declaration._overlap(base[:3], base[3:]), "neighbours share no byte"
+    assert auditing.declaration._overlap(base[::2], base[1::2]) is True, "interleaved strided views: their spans meet"
 
 
 # --- audit's words match what happened (issue 62) ------------------------------------------------------------

@@ -531,7 +531,7 @@ def test_fixes_are_said_in_the_terms_the_op_was_declared_in():
     finally:
         lib._destroy()
     first = auditing.Finding("opcheck:test_aot_dispatch_dynamic", "p", "w", auditing.ABOVE_FIRST + "compare them")
-    assert [f.fix for f in auditing._first_not_told_of_above([first, first])] == [
+    assert [f.fix for f in auditing.advice._first_not_told_of_above([first, first])] == [
         "Compare them", auditing.ABOVE_FIRST + "compare them"]
 
 

@@ -134,8 +134,10 @@ def test_a_destroyed_raw_op_is_kept_alive():
 
 
 def _html_built_in(name: str) -> list[str]:
-    """The HTML tags among labkit/<name>.py's string literals (an f-string's parts too), and ``import html``."""
-    source = (LABKIT / f"{name}.py").read_text()
+    """The HTML tags among labkit/<name>.py's string literals (an f-string's parts too), and ``import html``; for a
+    package, among all its modules'."""
+    paths = sorted((LABKIT / name).rglob("*.py")) if (LABKIT / name).is_dir() else [LABKIT / f"{name}.py"]
+    source = "\n".join(path.read_text() for path in paths)
     literals = [node.value for node in ast.walk(ast.parse(source))
                 if isinstance(node, ast.Constant) and isinstance(node.value, str)]
     tags = [text for text in literals if re.search(r"<(p|div|i|b|code|table|tr|td|br)\b", text)]
@@ -149,7 +151,7 @@ def test_widgets_build_no_html():
 
 def test_auditing_builds_no_html_render_draws_its_report():
     tags = _html_built_in("auditing")
-    assert not tags, f"labkit/auditing.py builds HTML: {tags[:3]}; move it to render"
+    assert not tags, f"labkit/auditing/ builds HTML: {tags[:3]}; move it to render"
     report = auditing.AuditReport("t::x", "t::x(Tensor x) -> Tensor", [], ["declaration"], [], 0.0)
     assert report._repr_html_() == labkit.render.audit_html(report)
 
@@ -229,7 +231,7 @@ def test_a_new_check_is_one_entry_and_its_page_and_lesson_reach_audit_and_the_do
               auditing.Check("extra", extra, "https://example.org/extra", "effects"),
               auditing.Check("deeper", deeper, "https://example.org/deeper", "graph breaks", doctor_only=True),
               auditing.Check("broken", broken, "https://example.org/broken", None, doctor_only=True))
-    monkeypatch.setattr(auditing, "CHECKS", checks)
+    monkeypatch.setattr(auditing.registry, "CHECKS", checks)
     op = labkit.declare(name="t::layout_audited", returns="fresh")
     report = labkit.audit(op, torch.ones(2))
     assert report.checks_run == ["declaration", "extra"]
@@ -363,3 +365,14 @@ def test_audit_and_the_doctor_share_one_finding_type():
 
     assert auditing.Finding is doctor.Finding is findings.Finding
     assert not hasattr(auditing, "kind_of"), "a finding's kind is its .kind"
+
+
+def test_a_subpackages_modules_are_at_most_300_lines_and_never_import_their_package():
+    """labkit/auditing/ and labkit/doctor/ are split by job: no module of theirs over 300 lines, and none imports its
+    own package's __init__ (the names it gathers sit above every module of the package)."""
+    long = [f"{name}: {len(_path(name).read_text().splitlines())} lines" for name in MODULES
+            if "." in name and name.split(".")[0] == "auditing" and len(_path(name).read_text().splitlines()) > 300]
+    assert long == [], "split the module by job"
+    up = [f"{name} imports {name.split('.')[0]}" for name in MODULES if "." in name
+          and name.split(".")[0] in _labkit_imports(name)]
+    assert up == []
