@@ -37,11 +37,17 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(USAGE_ERROR)
 
 
+def _checks_said() -> str:
+    """The checks the doctor runs, from the registry (labkit.auditing.registry.CHECKS), in their order."""
+    from .auditing import registry
+
+    return "; ".join(f"{check.kind}: {check.what}" for check in registry.CHECKS)
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="labkit doctor", description="Audit every custom op a module registers: opcheck's "
-                     "tests, eager vs torch.compile (aot_eager, inductor; static, dynamic; fullgraph), the "
-                     "#198031 clone call, fake kernels on a second dtype and device, compiled with labkit's cache "
-                     "fingerprint on.", epilog="Exit status: 0 clean; 1 on a finding (with --strict, a skipped op "
+    parser = _Parser(prog="labkit doctor", description="Audit every custom op a module registers, each overload on "
+                     f"its samples: {_checks_said()}; compiled with labkit's cache fingerprint on.",
+                     epilog="Exit status: 0 clean; 1 on a finding (with --strict, a skipped op "
                      "too); 2 on bad usage (a module that does not import or registers no op, a SAMPLES key that "
                      "names no op found), past --timeout-per-op, or when every op was skipped (nothing checked).")
     parser.add_argument("modules", nargs="*", help="modules (mypkg.ops) or .py files that register custom ops; "

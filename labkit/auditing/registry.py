@@ -46,6 +46,7 @@ class Check:
     stop_if: tuple[str, ...] = ()
     told_compiled: bool = False
     doctor_only: bool = False
+    what: str = ""   # what it checks, in a few words: the command line's --help lists the registry's
 
     def __post_init__(self):
         if self.lesson is not None and self.lesson not in LESSONS:
@@ -58,18 +59,22 @@ class Check:
 
 CHECKS = (
     Check(DECLARATION, _declaration_findings, f"{LIBRARY_DOCS}#torch.library.custom_op", "mutates_args",
-          told_compiled=True),
+          told_compiled=True, what="the arguments a real call writes against the ones the schema declares"),
     # after an eager failure it cannot run, and says nothing
-    Check(MEMORY, _shared_memory_findings, f"{LIBRARY_DOCS}#torch.library.custom_op", "aliasing"),
+    Check(MEMORY, _shared_memory_findings, f"{LIBRARY_DOCS}#torch.library.custom_op", "aliasing",
+          what="each output's memory against each input's, where the schema declares no alias"),
     Check(OPCHECK, _opcheck_findings, f"{LIBRARY_DOCS}#torch.library.opcheck", "a silent wrong result",
-          told_compiled=True),
+          told_compiled=True, what="every torch.library.opcheck test"),
     # nothing compiled can run on an op that fails eagerly (opcheck has said what else is wrong)
-    Check(COMPILE, _compile_findings, TUTORIAL, "a silent wrong result", stop_if=(EAGER,)),
+    Check(COMPILE, _compile_findings, TUTORIAL, "a silent wrong result", stop_if=(EAGER,),
+          what="eager against torch.compile (aot_eager and inductor; static and dynamic shapes)"),
     # a program that already differs tells nothing about a clone passed in another argument's place
     Check(ALIASING, _clone_alias_findings, "https://github.com/pytorch/pytorch/issues/198031", "mutates_args",
-          stop_if=(COMPILE,)),
-    Check(FULLGRAPH, _fullgraph_findings, TUTORIAL, "graph breaks", doctor_only=True),
-    Check(FAKE, _fake_findings, FAKE_DOCS, "fake kernels", doctor_only=True),
+          stop_if=(COMPILE,), what="a clone of a written argument passed in another's place (pytorch #198031)"),
+    Check(FULLGRAPH, _fullgraph_findings, TUTORIAL, "graph breaks", doctor_only=True,
+          what="a graph break at the op, named with fullgraph=True"),
+    Check(FAKE, _fake_findings, FAKE_DOCS, "fake kernels", doctor_only=True,
+          what="the fake kernel on the meta device and on a second dtype"),
 )
 
 

@@ -376,3 +376,19 @@ def test_a_subpackages_modules_are_at_most_300_lines_and_never_import_their_pack
     up = [f"{name} imports {name.split('.')[0]}" for name in MODULES if "." in name
           and name.split(".")[0] in _labkit_imports(name)]
     assert up == []
+
+
+def test_the_doctors_help_lists_the_registrys_checks_a_new_one_too(monkeypatch):
+    """`python -m labkit doctor --help` says what each check looks at, from CHECKS (it used to be written by hand and
+    named neither the declaration nor the memory check)."""
+    from labkit.__main__ import _parser
+
+    def words(text):
+        return " ".join(text.split())
+
+    assert all(check.what for check in auditing.registry.CHECKS), "each check says what it looks at, for --help"
+    shown = words(_parser().format_help())
+    assert all(words(f"{check.kind}: {check.what}") in shown for check in auditing.registry.CHECKS), shown
+    extra = auditing.Check("extra", lambda overload, call: [], "https://example.org", None, what="a new look")
+    monkeypatch.setattr(auditing.registry, "CHECKS", (*auditing.registry.CHECKS, extra))
+    assert "extra: a new look" in words(_parser().format_help())
