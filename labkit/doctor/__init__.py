@@ -28,7 +28,7 @@ XML), :mod:`~labkit.doctor.report` (what a report holds), :mod:`~labkit.doctor.d
 :mod:`~labkit.doctor.stopping` (how the command line's process stops: Ctrl-C wherever it lands, a project's thread
 left running).
 
-Not here: any of that work (this file gathers the public names), the command line (:mod:`labkit.__main__`),
+Not here: any of that work (this file gathers the public names), the command line (:mod:`labkit.doctor.command`),
 pytest's items (``labkit_pytest`` (beside the package)), and private torch.
 """
 

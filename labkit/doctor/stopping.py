@@ -12,7 +12,7 @@ thread, this one and ``--timeout-per-op``'s timer too: only a signal Python does
 A process started with Ctrl-C ignored (a background job of a script, ``labkit doctor ... &``) keeps ignoring it,
 as every program does: the shell asked for that, and the watch stays off. So it does off POSIX systems.
 
-Not here: what a stopped run keeps (:class:`labkit.doctor.running.Progress`) and says (:mod:`labkit.__main__`).
+Not here: what a stopped run keeps (:class:`labkit.doctor.running.Progress`) and says (:mod:`labkit.doctor.command`).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """labkit doctor (the package labkit/doctor/, its report written by labkit/doctor/formats.py, the command line
-labkit/__main__.py and the pytest plugin labkit_pytest.py) on small ops these tests declare: a correct one,
+labkit/doctor/command.py and the pytest plugin labkit_pytest.py) on small ops these tests declare: a correct one,
 each kind of wrong one, several overloads, and the hostile inputs a project can give it, each answered in one
 sentence.
 
@@ -23,7 +23,7 @@ import torch
 import labkit
 from labkit import doctor
 from labkit.doctor import formats
-from labkit.__main__ import main
+from labkit.doctor.command import main
 
 pytest_plugins = ("pytester",)
 
@@ -682,7 +682,7 @@ def test_a_report_path_is_checked_before_anything_runs(tmp_path, capsys, option)
 
 
 def test_an_earlier_report_is_recognised_and_anything_else_is_not(tmp_path):
-    from labkit.__main__ import _an_earlier_report
+    from labkit.doctor.command import _an_earlier_report
 
     cases = {"r.json": ('{"tool": "labkit doctor", "results": []}', True), "e.json": ("", True),
              "r.xml": ('<testsuite name="labkit-doctor" tests="0"/>', True), "o.json": ('{"tool": "other"}', False),

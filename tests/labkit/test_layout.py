@@ -381,7 +381,7 @@ def test_a_subpackages_modules_are_at_most_300_lines_and_never_import_their_pack
 def test_the_doctors_help_lists_the_registrys_checks_a_new_one_too(monkeypatch):
     """`python -m labkit doctor --help` says what each check looks at, from CHECKS (it used to be written by hand and
     named neither the declaration nor the memory check)."""
-    from labkit.__main__ import _parser
+    from labkit.doctor.command import _parser
 
     def words(text):
         return " ".join(text.split())
