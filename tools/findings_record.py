@@ -20,17 +20,25 @@ import difflib
 import importlib.util
 import json
 import re
+import shutil
 import sys
+import tempfile
+from pathlib import Path
 
 from repo import ROOT
 
 RECORD = ROOT / "tests" / "labkit" / "findings_record.json"
+# The doctor's module runs from a fixed place: torch quotes an op's file in a message that labkit cuts at a length,
+# so a longer checkout path would move the cut (CI's clean clone did).
+OPS = Path(tempfile.gettempdir()) / "labkit_findings_record" / "findings_record_ops.py"
 FIELDS = ("check", "problem", "why", "fix", "compiled")
 
 
 def blank(text: str) -> str:
-    """``text`` without what changes between runs of the same code: addresses, line numbers, this folder's path."""
-    text = text.replace(str(ROOT), "<lab>")
+    """``text`` without what changes between runs of the same code: addresses, line numbers, the paths of this folder,
+    of the doctor's module and of the Python environment."""
+    text = text.replace(str(OPS.parent), "<ops>").replace(sys.prefix, "<venv>").replace(str(ROOT), "<lab>")
+    text = re.sub(r"python3\.\d+", "python3.?", text)
     text = re.sub(r"0x[0-9a-fA-F]+", "0x?", text)
     text = re.sub(r"(\.py:|\bline )\d+\b", r"\g<1>?", text)
     return re.sub(r"/tmp/[\w./-]+", "<tmp>", text)
@@ -110,7 +118,9 @@ def audits() -> list[dict]:
 def doctor() -> dict:
     from labkit.doctor import formats, running
 
-    report = running.run(str(ROOT / "tools" / "findings_record_ops.py"), say=None)
+    OPS.parent.mkdir(exist_ok=True)
+    shutil.copy(ROOT / "tools" / "findings_record_ops.py", OPS)
+    report = running.run(str(OPS), say=None)
     data = formats.as_dict(report)
     data.pop("environment"), data.pop("seconds"), data.pop("warmup_seconds")
     data["targets"] = [blank(target) for target in data["targets"]]
