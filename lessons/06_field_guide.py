@@ -26,9 +26,18 @@ dropped = labkit.drop_namespace("nb06")
 # %% [markdown]
 # ## 1. The checklist, run
 #
-# `labkit.audit(op, *sample_inputs)` runs what torch.compile cares about: the kernel against its declaration,
-# every `opcheck` test, and eager vs compiled on a program that discards the op's result. Each finding says what
-# is wrong, why it matters, and the fix.
+# `labkit.audit(op, *sample_inputs)` runs what torch.compile cares about, in this order:
+# <!-- BEGIN audit-checks: generated from labkit.auditing.registry.CHECKS by --facts: do not edit -->
+#
+# 1. `declaration`: the arguments a real call writes against the ones its schema declares written
+# 2. `memory`: each output's memory against each input's (bytes, not storages) where the schema declares no alias
+# 3. `opcheck`: every torch.library.opcheck test
+# 4. `compile`: eager against torch.compile, aot_eager and Inductor, static and dynamic shapes, on a program that
+#    discards the op's result, with the compile caches bypassed
+# 5. `aliasing`: a clone of a written argument passed in another argument's place, under Inductor (pytorch #198031)
+#
+# <!-- END audit-checks -->
+# Each finding says what is wrong, why it matters, and the fix.
 #
 # **☐ Every argument the kernel writes is in `mutates_args`.**
 
@@ -493,10 +502,17 @@ for word in ("auto_functionalized_v2", "copy_", "with_effects"):
 #
 # One command does this notebook's checks on a whole package, for its CI: `python -m labkit doctor mypkg.ops`
 # finds every op the module registers and examines each overload on the inputs of a module-level
-# `SAMPLES = {op: [(args, kwargs)]}`: everything `audit` runs, plus `fullgraph=True` and the fake kernel on a
-# second dtype and device, with labkit's cache fingerprint on. It exits 1 on a finding; `--junit-xml` and
-# `pytest --labkit-doctor mypkg.ops` feed CI. From Python, `labkit.doctor.check` does the same. The capstone's ops,
-# as first declared:
+# `SAMPLES = {op: [(args, kwargs)]}`: everything `audit` runs, then its own checks,
+# <!-- BEGIN doctor-only-checks: generated from labkit.auditing.registry.CHECKS by --facts: do not edit -->
+#
+# 1. `fullgraph`: a graph break at the op, named with fullgraph=True instead of passed
+# 2. `fake`: the fake kernel on the meta device and on a second dtype, which it must follow
+#
+# <!-- END doctor-only-checks -->
+# all with labkit's cache fingerprint on. It exits 1 on a finding; `--junit-xml` and `pytest --labkit-doctor
+# mypkg.ops` feed CI. From Python, `labkit.doctor.check` does the same. The capstone's ops, as first declared (the
+# table's times vary from run to run; the list below it, the checks each op ran, does not: `aliasing` runs only
+# where `compile` found nothing, since a program that already differs from eager can tell nothing more):
 
 # %% tags=["nbval-ignore-output"]
 def doctor_on(declarations):
@@ -506,12 +522,23 @@ def doctor_on(declarations):
 before = doctor_on(CAPSTONE_BUGGY)
 print(before.table(details=False))
 
+# %%
+def checks_run(report):
+    for result in report.results:
+        not_run = [check.kind for check in labkit.auditing.CHECKS if check.kind not in result.checks_run]
+        print(f"{result.op:30} {result.verdict}: ran {', '.join(result.checks_run)}"
+              + (f"; not {', '.join(not_run)}" if not_run else ""))
+
+checks_run(before)
+
 # %% tags=["check"]
 #@title Check: the doctor fails update_stats and scale, and passes the logger it cannot see into
 assert before.exit_status == 1, "a finding: the command would exit 1"
 assert "declaration" in {f.check for f in before.result("nb06::update_stats").findings}, "the undeclared write"
 assert "opcheck:test_faketensor" in {f.check for f in before.result("nb06::scale").findings}, "no fake kernel"
 assert before.result("nb06::log_activations").verdict == "pass", "a Python side effect is invisible to it too"
+assert "aliasing" not in before.result("nb06::scale").checks_run, "compile found a difference: aliasing waits"
+assert "aliasing" in before.result("nb06::log_activations").checks_run, "nothing found: every check ran"
 
 # %% [markdown]
 # With the exercise's three fixes:
@@ -519,6 +546,9 @@ assert before.result("nb06::log_activations").verdict == "pass", "a Python side 
 # %% tags=["nbval-ignore-output"]
 after = doctor_on({name: dict(fields, **right[name]) for name, fields in CAPSTONE_BUGGY.items()})
 print(after.table(details=False))
+
+# %%
+checks_run(after)
 
 # %% tags=["check"]
 #@title Check: the fixed ops pass, every check run

@@ -14,10 +14,12 @@ in place (``LINES``). ``python tools/build_notebooks.py --facts`` writes them al
 
 from __future__ import annotations
 
+import ast
 import json
 import math
 import pathlib
 import re
+import textwrap
 
 try:
     import tomllib
@@ -30,11 +32,14 @@ import torch_matrix  # which releases every notebook passed on
 from repo import ROOT
 
 TAG = "generated from pyproject.toml [tool.lab] by tools/build_notebooks.py --facts: do not edit"
-# How a marker line is written in each kind of file: (begin, end) around the region's name.
+CHECKS_TAG = "generated from labkit.auditing.registry.CHECKS by --facts: do not edit"
+CHECK_REGIONS = ("audit-checks", "doctor-only-checks", "checks")  # the regions that list the checks
+# How a marker line is written in each kind of file: (begin, end) around the region's name and where it comes from.
 MARKERS = {
-    "md": ("<!-- BEGIN {name}: " + TAG + " -->", "<!-- END {name} -->"),
-    "py-md": ("# <!-- BEGIN {name}: " + TAG + " -->", "# <!-- END {name} -->"),  # a percent source's markdown
-    "py": ("# BEGIN {name}: " + TAG, "# END {name}"),
+    "md": ("<!-- BEGIN {name}: {tag} -->", "<!-- END {name} -->"),
+    "py-md": ("# <!-- BEGIN {name}: {tag} -->", "# <!-- END {name} -->"),  # a percent source's markdown
+    "py": ("# BEGIN {name}: {tag}", "# END {name}"),
+    "rst": (".. BEGIN {name}: {tag}", ".. END {name}"),  # inside a docstring: a reStructuredText comment
 }
 # The keys every [[tool.lab.notebooks]] entry needs.
 ENTRY = ("stem", "title", "idea", "short_idea", "execution_s", "demo")
@@ -282,22 +287,74 @@ def lessons(nbs: list[dict]) -> list[str]:
     return lines + ["}"]
 
 
+def _string_constants(tree: ast.Module) -> dict[str, str]:
+    return {node.targets[0].id: node.value.value for node in tree.body
+            if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)}
+
+
+def registered_checks(root: pathlib.Path = ROOT) -> list[tuple[str, str, bool]]:
+    """(kind, what, doctor_only) of each check of ``labkit.auditing.registry.CHECKS``, in order: read from the
+    source, so that --check imports no torch (tests/labkit/test_auditing.py holds it equal to the imported
+    registry). FactsError, naming the fix, for a check written in a form this cannot read."""
+    folder = root / "labkit" / "auditing"
+    kinds = _string_constants(ast.parse((folder / "vocabulary.py").read_text()))
+    tree = ast.parse((folder / "registry.py").read_text())
+    found = [node.value for node in tree.body if isinstance(node, ast.Assign)
+             and [getattr(t, "id", None) for t in node.targets] == ["CHECKS"]]
+    if len(found) != 1 or not isinstance(found[0], ast.Tuple):
+        raise FactsError("labkit/auditing/registry.py has no CHECKS = (Check(...), ...): put it back")
+    checks = []
+    for call in found[0].elts:
+        keywords = {k.arg: k.value for k in getattr(call, "keywords", [])}
+        first = call.args[0] if isinstance(call, ast.Call) and call.args else keywords.get("kind")
+        kind = kinds.get(first.id) if isinstance(first, ast.Name) else getattr(first, "value", None)
+        what, only = keywords.get("what"), keywords.get("doctor_only", ast.Constant(False))
+        if not (isinstance(kind, str) and isinstance(what, ast.Constant) and isinstance(what.value, str) and what.value
+                and isinstance(only, ast.Constant)):
+            raise FactsError(f"labkit/auditing/registry.py line {call.lineno}: each Check in CHECKS needs its kind "
+                             "(a string or a name of auditing/vocabulary.py) and what=\"...\" as plain strings, and "
+                             "doctor_only as True or False: the lists of checks are written from them")
+        checks.append((kind, what.value, bool(only.value)))
+    return checks
+
+
+def check_list(checks: list[tuple[str, str, bool]], which: str, style: str) -> list[str]:
+    """A numbered list of the checks: ``which`` is "audit" (audit's), "doctor_only" or "all" (the doctor's)."""
+    chosen = [(kind, what, only) for kind, what, only in checks
+              if which == "all" or only == (which == "doctor_only")]
+    code = "``{}``" if style == "rst" else "`{}`"
+    width = 114 if style == "py-md" else 116   # ruff's 120, less a docstring's or a markdown comment's indent
+    lines = [line for i, (kind, what, only) in enumerate(chosen, 1) for line in textwrap.wrap(
+        f"{i}. {code.format(kind)}{' (the doctor only)' if only and which == 'all' else ''}: {what}",
+        width=width, subsequent_indent="   ", break_on_hyphens=False)]
+    return ["#", *(f"# {line}" for line in lines), "#"] if style == "py-md" else ["", *lines, ""]
+
+
 def regions(project: dict, checked: list[str], root: pathlib.Path = ROOT) -> dict[str, list[tuple[str, str, list]]]:
     """{file: [(region name, marker style, the lines between its markers)]}."""
     lab, nbs = project["tool"]["lab"], project["tool"]["lab"]["notebooks"]
     minimum = tuple(int(p) for p in lab["minimum_torch"].split("."))
     quoted = ", ".join(f'"{v}"' for v in checked) + ("," if len(checked) == 1 else "")
     learner = learner_minutes(root, lab)
+    checks = registered_checks(root)
     return {
         "README.md": [
             ("torch-range", "md", ["", f"**torch >= {lab['minimum_torch']}: every notebook passes on torch "
                                        f"{', '.join(checked)}.**", ""]),
-            ("notebooks", "md", ["", *readme_notebooks(lab, nbs, learner), ""])],
+            ("notebooks", "md", ["", *readme_notebooks(lab, nbs, learner), ""]),
+            ("checks", "md", check_list(checks, "all", "md"))],
         "docs/measurements.md": [("times", "md", readme_times(nbs)),
                                  ("lesson-metrics", "md", ["", *lesson_table(root), ""])],
         "docs/maintaining.md": [("gpu-runs", "md", ["", *gpu_runs.table(root), ""]),
                                 ("headroom", "md", headroom(root, lab))],
+        "docs/doctor.md": [("checks", "md", check_list(checks, "all", "md"))],
+        "docs/labkit.md": [("checks", "md", check_list(checks, "all", "md"))],
+        "labkit/auditing/__init__.py": [("checks", "rst", check_list(checks, "all", "rst"))],
+        "labkit/doctor/__init__.py": [("checks", "rst", check_list(checks, "all", "rst"))],
         "lessons/00_start_here.py": [("map", "py-md", map_cell(nbs, learner))],
+        "lessons/06_field_guide.py": [("audit-checks", "py-md", check_list(checks, "audit", "py-md")),
+                                      ("doctor-only-checks", "py-md", check_list(checks, "doctor_only", "py-md"))],
         "INSTRUCTORS.md": [("timings", "md", instructors_timings(nbs, learner)),
                            ("agendas", "md", agendas(root, lab, learner)),
                            ("gpu-room", "md", ["", *gpu_runs.room(root), ""])],
@@ -324,7 +381,8 @@ def lines(project: dict, root: pathlib.Path = ROOT) -> dict[str, list[tuple[str,
 
 
 def rewritten(text: str, name: str, style: str, body: list[str], path: str) -> str:
-    begin, end = (m.format(name=name) for m in MARKERS[style])
+    tag = CHECKS_TAG if name in CHECK_REGIONS else TAG
+    begin, end = (m.format(name=name, tag=tag) for m in MARKERS[style])
     pattern = re.compile(rf"^{re.escape(begin)}\n.*?^{re.escape(end)}$", re.S | re.M)
     if len(pattern.findall(text)) != 1:
         raise FactsError(f"{path} has no region {name!r} (a line {begin!r}, then a line {end!r}): put them back")

@@ -1,27 +1,28 @@
 """``labkit.audit(op, *sample_args, **sample_kwargs)``: check an op's declaration the way torch.compile uses it.
 
-It runs, and reports as a list of findings (problem, why it matters under compile, fix, and what the
-compiled runs got wrong because of it where they did):
+It runs the checks of :data:`CHECKS` below not marked "the doctor only", in order, and reports a list of findings
+(problem, why it matters under compile, fix, and what the compiled runs got wrong because of it where they did):
 
-1. the kernel against its declaration: which tensor arguments (or ``Tensor[]`` lists, or keyword
-   arguments such as ``out=``) a real call changes, versus the ones the schema marks as written
-   (``Tensor(a!)``, ``Tensor(a!)[]``); NaN counts as equal to NaN;
-2. each output's memory against each input's (the span of bytes each strided tensor reaches, not storages), where
-   the schema declares no alias between them: an output made from an input's memory in a new storage passes
-   torch's own check (torch's own ops, and two outputs sharing memory with each other, are not judged);
-3. every ``torch.library.opcheck`` test;
-4. eager vs compiled, with ``aot_eager`` and ``inductor``, static and dynamic shapes, on a
-   program that discards the op's result (the case where a wrong declaration bites), with the
-   compile caches bypassed so no stale artifact can answer;
-5. a clone of a written argument passed in another argument's place, compiled with Inductor
-   (pytorch #198031).
+.. BEGIN checks: generated from labkit.auditing.registry.CHECKS by --facts: do not edit
 
-These are :data:`CHECKS`, in order: a new check is one entry there, with its official page and lesson, and its
-findings' kind one of the named kinds (:data:`DECLARATION`, ...). The same registry holds two checks only
-``labkit doctor`` runs (``doctor_only``): ``fullgraph=True``, and the fake kernel on the meta device and a second
-dtype; ``audit`` skips them. It never raises at a learner: anything that goes wrong becomes a
-finding. What it cannot see — a Python side effect in a "pure" op, a write that only happens for other
-inputs — it says so.
+1. ``declaration``: the arguments a real call writes against the ones its schema declares written
+2. ``memory``: each output's memory against each input's (bytes, not storages) where the schema declares no alias
+3. ``opcheck``: every torch.library.opcheck test
+4. ``compile``: eager against torch.compile, aot_eager and Inductor, static and dynamic shapes, on a program that
+   discards the op's result, with the compile caches bypassed
+5. ``aliasing``: a clone of a written argument passed in another argument's place, under Inductor (pytorch #198031)
+6. ``fullgraph`` (the doctor only): a graph break at the op, named with fullgraph=True instead of passed
+7. ``fake`` (the doctor only): the fake kernel on the meta device and on a second dtype, which it must follow
+
+.. END checks
+
+The declaration check covers ``Tensor[]`` lists and keyword arguments such as ``out=`` (``Tensor(a!)``,
+``Tensor(a!)[]``), with NaN equal to NaN; the memory check judges neither torch's own ops nor two outputs sharing
+memory with each other. A new check is one entry in :data:`CHECKS`, with what it looks at, its official page and
+lesson, and its findings' kind one of the named kinds (:data:`DECLARATION`, ...); ``labkit doctor`` runs every
+check, ``audit`` skips the ``doctor_only`` ones (they compile more, and its learners meet them in lessons). It
+never raises at a learner: anything that goes wrong becomes a finding. What it cannot see — a Python side effect in
+a "pure" op, a write that only happens for other inputs — it says so.
 
 A package of one-job modules, lowest first: :mod:`.vocabulary` (the kinds, the pages, the compiled runs),
 :mod:`.advice` (torch's messages into why and fix), :mod:`.report` (:class:`AuditReport`), :mod:`.calls` (a call's

@@ -59,22 +59,25 @@ class Check:
 
 CHECKS = (
     Check(DECLARATION, _declaration_findings, f"{LIBRARY_DOCS}#torch.library.custom_op", "mutates_args",
-          told_compiled=True, what="the arguments a real call writes against the ones the schema declares"),
+          told_compiled=True, what="the arguments a real call writes against the ones its schema declares written"),
     # after an eager failure it cannot run, and says nothing
     Check(MEMORY, _shared_memory_findings, f"{LIBRARY_DOCS}#torch.library.custom_op", "aliasing",
-          what="each output's memory against each input's, where the schema declares no alias"),
+          what="each output's memory against each input's (bytes, not storages) where the schema declares "
+          "no alias"),
     Check(OPCHECK, _opcheck_findings, f"{LIBRARY_DOCS}#torch.library.opcheck", "a silent wrong result",
           told_compiled=True, what="every torch.library.opcheck test"),
     # nothing compiled can run on an op that fails eagerly (opcheck has said what else is wrong)
     Check(COMPILE, _compile_findings, TUTORIAL, "a silent wrong result", stop_if=(EAGER,),
-          what="eager against torch.compile (aot_eager and inductor; static and dynamic shapes)"),
+          what="eager against torch.compile, aot_eager and Inductor, static and dynamic shapes, on a program "
+          "that discards the op's result, with the compile caches bypassed"),
     # a program that already differs tells nothing about a clone passed in another argument's place
     Check(ALIASING, _clone_alias_findings, "https://github.com/pytorch/pytorch/issues/198031", "mutates_args",
-          stop_if=(COMPILE,), what="a clone of a written argument passed in another's place (pytorch #198031)"),
+          stop_if=(COMPILE,), what="a clone of a written argument passed in another argument's place, "
+          "under Inductor (pytorch #198031)"),
     Check(FULLGRAPH, _fullgraph_findings, TUTORIAL, "graph breaks", doctor_only=True,
-          what="a graph break at the op, named with fullgraph=True"),
+          what="a graph break at the op, named with fullgraph=True instead of passed"),
     Check(FAKE, _fake_findings, FAKE_DOCS, "fake kernels", doctor_only=True,
-          what="the fake kernel on the meta device and on a second dtype"),
+          what="the fake kernel on the meta device and on a second dtype, which it must follow"),
 )
 
 

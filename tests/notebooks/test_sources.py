@@ -243,3 +243,47 @@ def test_the_headroom_table_is_the_room_before_an_agenda_is_refused(longer_day):
             assert said == refused, (number, room, extra_s)
     if longer_day:
         assert max(float(row[2].split()[0]) for row in rows) > 5, "a whole step of spare buffer is counted"
+
+
+def test_the_lists_of_checks_are_the_registrys():
+    """--facts reads labkit.auditing.registry.CHECKS from its source, importing no torch: what it reads is what
+    Python imports, check for check."""
+    import facts
+    from labkit.auditing import registry
+
+    assert facts.registered_checks(ROOT) == [(c.kind, c.what, c.doctor_only) for c in registry.CHECKS]
+
+
+def test_a_check_added_to_the_registry_appears_in_every_list_after_facts(tmp_path):
+    """Issue 75: the checks are listed in README, docs/doctor.md, docs/labkit.md, auditing's and the doctor's
+    docstrings, notebook 06 (twice) and --help; a new check is one entry in CHECKS, --check names every list it
+    leaves stale, and --facts writes it into each (audit's list in 06 §1, the doctor's own in §5)."""
+    root = _copy_of_the_lab(tmp_path)
+    registry = root / "labkit" / "auditing" / "registry.py"
+    text = registry.read_text()
+    last = text.index("    Check(FAKE, _fake_findings")
+    added = ('    Check("ranges", _fake_findings, FAKE_DOCS, None, doctor_only=True,\n'
+             '          what="every output inside the range its schema promises"),\n')
+    registry.write_text(text[:last] + added + text[last:])
+
+    stale = _check(root)
+    named = {line.split(":")[0] for line in stale.stdout.splitlines()}
+    lists = {"README.md", "docs/doctor.md", "docs/labkit.md", "labkit/auditing/__init__.py",
+             "labkit/doctor/__init__.py", "lessons/06_field_guide.py"}
+    assert stale.returncode == 1 and named == lists, stale.stdout
+    assert _facts(root).returncode == 0
+    for name in lists:
+        assert "`ranges`" in (root / name).read_text() and "inside the range its schema" in (root / name).read_text()
+    lesson = (root / "lessons" / "06_field_guide.py").read_text()
+    doctors_own = lesson[lesson.index("BEGIN doctor-only-checks"):lesson.index("END doctor-only-checks")]
+    audits = lesson[lesson.index("BEGIN audit-checks"):lesson.index("END audit-checks")]
+    assert "`ranges`" in doctors_own and "`ranges`" not in audits and "`fullgraph`" not in audits
+    assert [line.split(":")[0] for line in _check(root).stdout.splitlines()] == ["06_field_guide.ipynb"]
+    helped = subprocess.run([sys.executable, "-m", "labkit", "doctor", "--help"], cwd=root, capture_output=True,
+                            text=True, timeout=120)   # run in the copy: its labkit, not this checkout's
+    assert "ranges: every output inside the range" in " ".join(helped.stdout.split()), helped.stdout
+
+    registry.write_text(text[:last] + added.replace('what="every', 'what=f"every') + text[last:])
+    refused = _facts(root)
+    assert refused.returncode == 1 and "needs its kind" in refused.stdout + refused.stderr, refused.stderr
+    assert (refused.stdout + refused.stderr).count("\n") <= 2, "one sentence, not a traceback"
