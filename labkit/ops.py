@@ -13,12 +13,12 @@ Lifecycle, made explicit (torch's own is silent):
   (calling it is undefined behaviour, pytorch #98541).
 * ``drop(name)`` frees the name; ``scoped(spec)`` declares for one ``with`` block.
 
-Ownership: labkit replaces or drops only ops it created in this process (the registry
-below). A name held by your own ``custom_op``, a ``Library.define`` or torch itself is
-refused with one sentence. *Inspecting* any op (``audit``, ``compile_and_compare``) stays open.
+Ownership: labkit replaces or drops only ops it created in this process. A name held by your own
+``custom_op``, a ``Library.define`` or torch itself is refused with one sentence. *Inspecting* any op
+(``audit``, ``compile_and_compare``) stays open.
 
-Not here: private torch (the adapter reads and destroys registrations; this module decides which to keep
-alive), and compiling or comparing anything (:mod:`labkit.stages`).
+Not here: which names are valid and which labkit holds (:mod:`labkit.op_names`, the registry; its public
+names are re-exported here), private torch, and compiling or comparing anything (:mod:`labkit.stages`).
 """
 
 from __future__ import annotations
@@ -27,23 +27,18 @@ import contextlib
 import dataclasses
 import inspect
 import keyword
-import re
 
 import torch
 
-from .describe import brief
 from . import _torch_internals as internals
+from .describe import brief
+from .op_names import (  # noqa: F401 - the registry's public names, re-exported: lessons reach them as labkit.ops.X
+    IDENTIFIER, MAX_NAME_LENGTH, RESERVED_NAMESPACES, LabOpError, custom_op, destroy_custom_op, exists, keep_destroyed,
+    library, live_ops, mark_ordered_effect, name_problem, on_change, owns, split_qualname)
+from . import op_names
 
 RETURNS = ("fresh", "none", "input", "data-dependent")
 EFFECTS = (None, "side_effect", "ordered")
-RESERVED_NAMESPACES = ("aten", "prim", "prims", "torch", "higher_order", "_", "c10", "quantized")
-MAX_NAME_LENGTH = 80
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_QUALNAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_][A-Za-z0-9_]*\Z")
-
-
-class LabOpError(ValueError):
-    """A spec or a name that labkit refuses, with a sentence a learner can act on."""
 
 
 class StaleOpError(RuntimeError):
@@ -109,7 +104,7 @@ class OpSpec:
             raise LabOpError(f"effect must be one of {EFFECTS}, not {brief(self.effect)}.")
         if not isinstance(self.fake, bool):
             raise LabOpError(f"fake must be True or False, not {brief(self.fake)}.")
-        if not self.args or any(not _IDENT.match(a) or keyword.iskeyword(a) for a in self.args):
+        if not self.args or any(not IDENTIFIER.match(a) or keyword.iskeyword(a) for a in self.args):
             raise LabOpError(f"args must be Python identifiers, got {brief(self.args, 80)}.")
         if len(set(self.args)) != len(self.args):
             raise LabOpError(f"args must be distinct names, got {brief(self.args, 80)}.")
@@ -124,157 +119,6 @@ class OpSpec:
             if not isinstance(getattr(torch.Tag, tag, None), torch.Tag):
                 raise LabOpError(f"torch {torch.__version__} has no torch.Tag.{tag}; "
                                  "tags takes names such as ('inplace',).")
-
-
-def name_problem(name: object) -> str | None:
-    """Why ``name`` cannot be a lab op's qualified name, or None if it can. Never evaluates it."""
-    if not isinstance(name, str) or not name.strip():
-        return "An op name is needed, written 'namespace::name' (e.g. 'mylab::scale')."
-    if len(name) > MAX_NAME_LENGTH:
-        return f"That name has {len(name)} characters; keep it under {MAX_NAME_LENGTH}."
-    if name.count("::") != 1:
-        return f"{name!r} must contain '::' exactly once, as in 'mylab::scale'."
-    namespace, op = name.split("::")
-    for part, what in ((namespace, "namespace"), (op, "op name")):
-        if not part.isascii() or not _IDENT.match(part):
-            return (f"The {what} {part!r} must be an ASCII identifier: letters, digits and '_', "
-                    "not starting with a digit.")
-        if keyword.iskeyword(part):
-            return f"The {what} {part!r} is a Python keyword; torch.ops.{namespace}.{op} could not be written."
-    if namespace in RESERVED_NAMESPACES or namespace.startswith("_"):
-        return f"The namespace {namespace!r} belongs to torch itself; pick your own, e.g. 'mylab'."
-    if "." in op:
-        return "Overload names are not supported here; leave out the '.'"
-    return None
-
-
-def split_qualname(op_name) -> tuple[str, str]:
-    """``"ns::name"`` -> ``("ns", "name")``, or one sentence saying what an op name looks like."""
-    parts = op_name.split("::") if isinstance(op_name, str) else []
-    if len(parts) != 2 or not all(p.isidentifier() for p in parts):
-        raise ValueError(f"an op name looks like 'namespace::name' (e.g. 'mylab::bump'), not {brief(op_name)}.")
-    return parts[0], parts[1]
-
-
-# --- registrations labkit destroyed: kept alive for good -----------------------------------------
-#
-# A ``torch.library.Library`` carries a weakref finalizer that, when the object is garbage collected,
-# deletes ``torch.ops.<ns>.<name>`` for every name it defined: again after ``_destroy()`` already did,
-# and even when a newer registration owns the name by then. So, some time after a redefinition (when
-# the cyclic collector frees the old handle), ``torch.ops.ns.name.default`` silently becomes a new
-# object, and an identity check on the live op (``node.target is torch.ops.ns.name.default``, or
-# ``_torch_internals.is_dangling``) fails at random. labkit keeps each registration it destroyed or replaced alive
-# for the rest of the session: a few hundred bytes each, and the finalizer then never runs early.
-_DESTROYED_REGISTRATIONS: list = []
-
-
-def keep_destroyed(registration) -> None:
-    """Hold a destroyed or replaced registration (a token from ``registration_of``) for good."""
-    if registration is not None and not any(kept is registration for kept in _DESTROYED_REGISTRATIONS):
-        _DESTROYED_REGISTRATIONS.append(registration)
-
-
-def destroy_custom_op(qualname: str) -> bool:
-    """Free a name any ``custom_op`` holds, labkit's or not, keeping its registration alive (see above).
-    True when one held it. :func:`drop` is the learner's way; this one asks no questions (tests clean up with it)."""
-    registration = internals.destroy_custom_op(qualname)
-    keep_destroyed(registration)
-    return registration is not None
-
-
-def _destroy_library(lib) -> None:
-    internals.destroy_library(lib)
-    keep_destroyed(lib)
-
-
-# --- ownership: the ops labkit created in this process ------------------------------------------
-
-_OWNED: dict[str, object] = {}  # qualified name -> torch's token for the registration labkit made
-_USED_NAMESPACES: set[str] = set()
-
-
-def owns(qualname: str) -> bool:
-    """Whether ``qualname`` is, right now, an op labkit created (not replaced since by anyone else)."""
-    token = _OWNED.get(qualname)
-    if token is not None and internals.current_registration(qualname) is not token:
-        del _OWNED[qualname]  # someone replaced or destroyed it: no longer labkit's
-        keep_destroyed(token)
-        token = None
-    return token is not None
-
-
-def exists(qualname: str) -> bool:
-    """Whether any op (custom_op, Library.define, torch's) holds ``qualname`` now."""
-    return internals.current_registration(qualname) is not None or internals.find_overload(qualname) is not None
-
-
-def _not_ours(qualname: str, fix: str = "pick another name") -> str:
-    return (f"{qualname} already exists and labkit did not create it (your own custom_op, a Library.define, "
-            f"or torch's); labkit never replaces or drops an op it did not make, so {fix}.")
-
-
-def custom_op(qualname: str, kernel, mutates_args, tags=None):
-    """``torch.library.custom_op(qualname, kernel, ...)`` on a name that is free or labkit's own.
-
-    The one place labkit creates ops (``declare`` and the naming experiment both come here),
-    so the ownership registry is always complete. Raises :class:`LabOpError` for a name held
-    by anything labkit did not create, and when torch refuses the definition; a failed
-    redefinition leaves the previous op exactly as it was (still live and tracked), or,
-    where torch had already destroyed it, retired.
-    """
-    problem = name_problem(qualname)
-    if problem:
-        raise LabOpError(problem)
-    if exists(qualname) and not owns(qualname):
-        raise LabOpError(_not_ours(qualname))
-    before = internals.current_registration(qualname)
-    try:
-        opdef = torch.library.custom_op(qualname, kernel, mutates_args=mutates_args, tags=tags)
-    except Exception as error:  # noqa: BLE001 - torch's refusal becomes one sentence
-        now = internals.current_registration(qualname)
-        if now is not before:  # torch destroyed the old op before failing: do not leave a half-made one
-            destroy_custom_op(qualname)
-            _forget(qualname)
-        first_line = (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
-        raise LabOpError(f"torch refused to define {qualname}: {first_line}") from None
-    _forget(qualname)  # any handle to the previous definition now dangles
-    _OWNED[qualname] = internals.registration_of(opdef)
-    _USED_NAMESPACES.add(qualname.split("::")[0])
-    return opdef
-
-
-def mark_ordered_effect(opdef) -> None:
-    """Tell the compiler that ``opdef`` (what ``custom_op`` returned) has an ordered external effect (logging,
-    I/O): its calls keep their order, and lowered graphs wrap it in ``with_effects`` (torch's API is private)."""
-    internals.register_ordered_effect(opdef)
-
-
-_LIBRARIES: dict[str, object] = {}
-
-
-def library(namespace: str):
-    """A fresh ``torch.library.Library(namespace, "FRAGMENT")``, for a notebook cell that may run again.
-
-    The library an earlier call made for ``namespace`` is destroyed first, with every op it defined, so
-    that the cell's ``define`` calls work a second time. In your own project, create the ``Library`` once,
-    at module level, and keep it: its registrations live as long as the object.
-    """
-    old = _LIBRARIES.pop(namespace, None)
-    if old is not None:
-        _destroy_library(old)
-    lib = torch.library.Library(namespace, "FRAGMENT")
-    _LIBRARIES[namespace] = lib
-    return lib
-
-
-def _forget(qualname: str) -> None:
-    """Retire the handle labkit holds for ``qualname`` and forget that it owned it."""
-    keep_destroyed(_OWNED.pop(qualname, None))  # see keep_destroyed: why
-    old = _LIVE.pop(qualname, None)
-    if old is not None:
-        old._retired = True
-        internals.unmark_side_effect(old._overload)  # a set removal: the old overload is not called
-    _changed()
 
 
 # --- the handle ------------------------------------------------------------------------------
@@ -355,27 +199,6 @@ class LabOp:
     def __repr__(self):
         state = "stale" if self.stale else f"calls={self.calls}"
         return f"<LabOp {self.schema} {state}>"
-
-
-_LIVE: dict[str, LabOp] = {}
-_listeners: list = []
-
-
-def on_change(callback, active: bool = True) -> None:
-    """Run ``callback()`` whenever the set of lab ops changes; ``active=False`` stops it. Idempotent."""
-    if callback in _listeners:
-        _listeners.remove(callback)
-    if active:
-        _listeners.append(callback)
-
-
-def _changed() -> None:
-    for callback in list(_listeners):
-        callback()
-
-
-def live_ops() -> dict[str, LabOp]:
-    return {name: op for name, op in _LIVE.items() if not op.stale}
 
 
 def live_overload(op):
@@ -475,8 +298,7 @@ def declare(spec: OpSpec | str | None = None, /, **fields) -> LabOp:
     except Exception as error:  # noqa: BLE001 - never leave a half-declared op behind
         drop(spec.name)
         raise LabOpError(f"torch refused part of {spec.name}'s declaration: {str(error)[:200]}") from None
-    _LIVE[spec.name] = op
-    _changed()
+    op_names.hold(op)
     return op
 
 
@@ -486,15 +308,15 @@ def drop(name: str) -> bool:
     Returns False when no op has that name. Raises :class:`LabOpError` for an op labkit did not
     create (yours, or torch's): labkit never removes those.
     """
-    if not isinstance(name, str) or not _QUALNAME.match(name):
+    if not isinstance(name, str) or not op_names.QUALNAME.match(name):
         raise LabOpError(f"drop() takes a qualified name like 'mylab::op', not {brief(name)}.")
     if owns(name):
         destroy_custom_op(name)
-        _forget(name)  # after the destroy, so the cache fingerprint no longer sees it
+        op_names.forget(name)  # after the destroy, so the cache fingerprint no longer sees it
         return True
     if exists(name):
-        raise LabOpError(_not_ours(name, fix="it stays as it is"))
-    _forget(name)
+        raise LabOpError(op_names.not_ours(name, fix="it stays as it is"))
+    op_names.forget(name)
     return False
 
 
@@ -508,9 +330,9 @@ def drop_namespace(namespace: str) -> list[str]:
     if problem:
         raise LabOpError(f"drop_namespace() takes the namespace of ops labkit declared, e.g. 'mylab', "
                          f"not {brief(namespace)}; labkit never drops torch's ops.")
-    ours = sorted(n for n in list(_OWNED) if n.split("::")[0] == namespace and owns(n))
+    ours = op_names.owned_in(namespace)
     others = [n for n in internals.custom_op_qualnames() if n.split("::")[0] == namespace and n not in ours]
-    if others and not ours and namespace not in _USED_NAMESPACES:
+    if others and not ours and not op_names.namespace_used(namespace):
         raise LabOpError(f"labkit created no op in the namespace {namespace!r} (the {len(others)} there were made "
                          "elsewhere: by you or by torch), so it drops nothing there.")
     for name in ours:
@@ -525,12 +347,12 @@ def scoped(spec: OpSpec | str | None = None, /, **fields):
     try:
         yield op
     finally:
-        if _LIVE.get(op.name) is op and not op.stale:
+        if op_names.held(op.name) is op and not op.stale:
             drop(op.name)
 
 
 def reset_calls() -> None:
-    for op in _LIVE.values():
+    for op in op_names.handles():
         op.calls = 0
 
 
@@ -598,12 +420,9 @@ def library_op(qualname: str, kernel, schema: str = "(Tensor x) -> Tensor"):
     namespace, _, name = qualname.partition("::")
     if not namespace or not name.isidentifier():
         raise LabOpError(f"library_op() takes a qualified name like 'mylib::op', not {brief(qualname)}.")
-    if qualname in _LIBRARIES:
-        _destroy_library(_LIBRARIES.pop(qualname))
-    lib = torch.library.Library(namespace, "FRAGMENT")
+    lib = op_names.fresh_library(qualname, namespace)
     lib.define(name + schema)
     lib.impl(name, kernel, "CPU")
-    _LIBRARIES[qualname] = lib
     return getattr(getattr(torch.ops, namespace), name)
 
 

@@ -512,7 +512,7 @@ for word in ("auto_functionalized_v2", "copy_", "with_effects"):
 # all with labkit's cache fingerprint on. It exits 1 on a finding; `--junit-xml` and `pytest --labkit-doctor
 # mypkg.ops` feed CI. From Python, `labkit.doctor.check` does the same. The capstone's ops, as first declared (the
 # table's times vary from run to run; the list below it, the checks each op ran, does not: `aliasing` runs only
-# where `compile` found nothing, since a program that already differs from eager can tell nothing more):
+# after a `compile` check that found nothing, since a program that already differs can tell nothing more):
 
 # %% tags=["nbval-ignore-output"]
 def doctor_on(declarations):

@@ -287,41 +287,49 @@ def lessons(nbs: list[dict]) -> list[str]:
     return lines + ["}"]
 
 
-def _string_constants(tree: ast.Module) -> dict[str, str]:
-    return {node.targets[0].id: node.value.value for node in tree.body
-            if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
-            and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)}
+def _assignments(tree: ast.Module) -> dict[str, ast.expr]:
+    """Each module-level ``NAME = value`` (or ``NAME: type = value``) of ``tree``: name -> value."""
+    found = {}
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] \
+            if isinstance(node, ast.AnnAssign) and node.value is not None else []
+        found.update({t.id: node.value for t in targets if isinstance(t, ast.Name)})
+    return found
 
 
 def registered_checks(root: pathlib.Path = ROOT) -> list[tuple[str, str, bool]]:
-    """(kind, what, doctor_only) of each check of ``labkit.auditing.registry.CHECKS``, in order: read from the
-    source, so that --check imports no torch (tests/labkit/test_auditing.py holds it equal to the imported
-    registry). FactsError, naming the fix, for a check written in a form this cannot read."""
+    """(kind, what, doctor_only) of each check of ``labkit.auditing.registry.CHECKS``, in the registry's order: read
+    from the source, so that --check imports no torch (tests/notebooks/test_sources.py holds it equal to the
+    imported registry). FactsError, naming the fix, for a check written in a form this cannot read."""
     folder = root / "labkit" / "auditing"
-    kinds = _string_constants(ast.parse((folder / "vocabulary.py").read_text()))
-    tree = ast.parse((folder / "registry.py").read_text())
-    found = [node.value for node in tree.body if isinstance(node, ast.Assign)
-             and [getattr(t, "id", None) for t in node.targets] == ["CHECKS"]]
-    if len(found) != 1 or not isinstance(found[0], ast.Tuple):
+    names = {**_assignments(ast.parse((folder / "vocabulary.py").read_text())),
+             **_assignments(ast.parse((folder / "registry.py").read_text()))}
+    kinds = {name: value.value for name, value in names.items()
+             if isinstance(value, ast.Constant) and isinstance(value.value, str)}
+    if not isinstance(names.get("CHECKS"), ast.Tuple):
         raise FactsError("labkit/auditing/registry.py has no CHECKS = (Check(...), ...): put it back")
+    fields = ("kind", "find", "docs", "lesson", "stop_if", "told_compiled", "doctor_only", "what")  # Check's order
     checks = []
-    for call in found[0].elts:
+    for call in names["CHECKS"].elts:
         keywords = {k.arg: k.value for k in getattr(call, "keywords", [])}
-        first = call.args[0] if isinstance(call, ast.Call) and call.args else keywords.get("kind")
+        keywords.update(zip(fields, getattr(call, "args", [])))
+        first = keywords.get("kind")
         kind = kinds.get(first.id) if isinstance(first, ast.Name) else getattr(first, "value", None)
         what, only = keywords.get("what"), keywords.get("doctor_only", ast.Constant(False))
         if not (isinstance(kind, str) and isinstance(what, ast.Constant) and isinstance(what.value, str) and what.value
                 and isinstance(only, ast.Constant)):
             raise FactsError(f"labkit/auditing/registry.py line {call.lineno}: each Check in CHECKS needs its kind "
-                             "(a string or a name of auditing/vocabulary.py) and what=\"...\" as plain strings, and "
-                             "doctor_only as True or False: the lists of checks are written from them")
+                             "(a string, or a name given a string in registry.py or auditing/vocabulary.py) and "
+                             "what=\"...\" as plain strings, and doctor_only as True or False: the lists of checks "
+                             "are written from them")
         checks.append((kind, what.value, bool(only.value)))
     return checks
 
 
 def check_list(checks: list[tuple[str, str, bool]], which: str, style: str) -> list[str]:
-    """A numbered list of the checks: ``which`` is "audit" (audit's), "doctor_only" or "all" (the doctor's)."""
-    chosen = [(kind, what, only) for kind, what, only in checks
+    """A numbered list of the checks in the order they run: ``which`` is "audit" (audit's), "doctor_only" or "all"
+    (the doctor's: audit's first, then its own, wherever they stand in the registry)."""
+    chosen = [(kind, what, only) for kind, what, only in sorted(checks, key=lambda check: check[2])
               if which == "all" or only == (which == "doctor_only")]
     code = "``{}``" if style == "rst" else "`{}`"
     width = 114 if style == "py-md" else 116   # ruff's 120, less a docstring's or a markdown comment's indent

@@ -299,7 +299,7 @@ def test_a_copy_a_declared_view_and_disjoint_memory_are_not_found():
     try:
         assert "memory" not in audit(torch.ops.t.declared_view.default, torch.zeros(3)).kinds()
     finally:
-        labkit.ops._destroy_library(lib)
+        labkit.op_names._destroy_library(lib)
     assert not auditing.declaration._overlap(torch.zeros(2), torch.zeros(2))
     base = torch.zeros(6)
     assert auditing.declaration._overlap(base.view(2, 3).t()[2:], base[5:]), "a transposed view reaches its last byte"
@@ -378,4 +378,4 @@ def test_a_list_output_sharing_an_inputs_memory_is_one_finding():
         assert len(memory) == 1, str(report)
         assert memory[0].problem.startswith("its output shares memory with 'x'"), memory[0].problem
     finally:
-        labkit.ops._destroy_library(lib)
+        labkit.op_names._destroy_library(lib)

@@ -17,7 +17,7 @@ import torch
 
 import labkit
 from labkit import _torch_internals as internals
-from labkit import auditing, cache, compare, errors, graphs, lessons, ops, stages, state
+from labkit import auditing, cache, compare, errors, graphs, lessons, op_names, ops, stages, state
 from repo import ROOT
 
 LABKIT = pathlib.Path(labkit.__file__).parent
@@ -130,7 +130,7 @@ def test_a_destroyed_raw_op_is_kept_alive():
 
     token = internals.registration_of(kept)
     assert ops.destroy_custom_op("t::layout_kept") and not ops.destroy_custom_op("t::layout_kept")
-    assert any(held is token for held in ops._DESTROYED_REGISTRATIONS)
+    assert any(held is token for held in op_names._DESTROYED_REGISTRATIONS)
 
 
 def _html_built_in(name: str) -> list[str]:

@@ -256,15 +256,19 @@ def test_the_lists_of_checks_are_the_registrys():
 
 def test_a_check_added_to_the_registry_appears_in_every_list_after_facts(tmp_path):
     """Issue 75: the checks are listed in README, docs/doctor.md, docs/labkit.md, auditing's and the doctor's
-    docstrings, notebook 06 (twice) and --help; a new check is one entry in CHECKS, --check names every list it
-    leaves stale, and --facts writes it into each (audit's list in 06 §1, the doctor's own in §5)."""
+    docstrings and notebook 06 (twice); a new check is one entry in CHECKS, --check names every list it leaves
+    stale, and --facts writes it into each, in the order the checks run: an audit check added at the end of the
+    registry still comes before the doctor's own (the doctor runs audit first), and goes in 06 §1, the doctor's
+    own in §5."""
     root = _copy_of_the_lab(tmp_path)
     registry = root / "labkit" / "auditing" / "registry.py"
     text = registry.read_text()
     last = text.index("    Check(FAKE, _fake_findings")
-    added = ('    Check("ranges", _fake_findings, FAKE_DOCS, None, doctor_only=True,\n'
-             '          what="every output inside the range its schema promises"),\n')
-    registry.write_text(text[:last] + added + text[last:])
+    doctors = ('    Check("ranges", _fake_findings, FAKE_DOCS, None, doctor_only=True,\n'
+               '          what="every output inside the range its schema promises"),\n')
+    audits = '    Check("spans", _fake_findings, FAKE_DOCS, None, (), False, False, "each output\'s span of bytes"),\n'
+    end = text.index("\n)\n", last) + 1
+    registry.write_text(text[:last] + doctors + text[last:end] + audits + text[end:])
 
     stale = _check(root)
     named = {line.split(":")[0] for line in stale.stdout.splitlines()}
@@ -273,17 +277,19 @@ def test_a_check_added_to_the_registry_appears_in_every_list_after_facts(tmp_pat
     assert stale.returncode == 1 and named == lists, stale.stdout
     assert _facts(root).returncode == 0
     for name in lists:
-        assert "`ranges`" in (root / name).read_text() and "inside the range its schema" in (root / name).read_text()
+        written = (root / name).read_text()
+        assert "ranges`" in written and "inside the range its schema" in written, name
+        if "BEGIN checks:" in written:
+            region = written[written.index("BEGIN checks:"):written.index("END checks")]
+            assert region.index("spans`") < region.index("fullgraph`"), f"{name}: audit's checks run first"
     lesson = (root / "lessons" / "06_field_guide.py").read_text()
     doctors_own = lesson[lesson.index("BEGIN doctor-only-checks"):lesson.index("END doctor-only-checks")]
-    audits = lesson[lesson.index("BEGIN audit-checks"):lesson.index("END audit-checks")]
-    assert "`ranges`" in doctors_own and "`ranges`" not in audits and "`fullgraph`" not in audits
+    audit_s = lesson[lesson.index("BEGIN audit-checks"):lesson.index("END audit-checks")]
+    assert "`ranges`" in doctors_own and "`spans`" not in doctors_own
+    assert "`spans`" in audit_s and "`ranges`" not in audit_s and "`fullgraph`" not in audit_s
     assert [line.split(":")[0] for line in _check(root).stdout.splitlines()] == ["06_field_guide.ipynb"]
-    helped = subprocess.run([sys.executable, "-m", "labkit", "doctor", "--help"], cwd=root, capture_output=True,
-                            text=True, timeout=120)   # run in the copy: its labkit, not this checkout's
-    assert "ranges: every output inside the range" in " ".join(helped.stdout.split()), helped.stdout
 
-    registry.write_text(text[:last] + added.replace('what="every', 'what=f"every') + text[last:])
+    registry.write_text(text[:last] + doctors.replace('what="every', 'what=f"every') + text[last:])
     refused = _facts(root)
     assert refused.returncode == 1 and "needs its kind" in refused.stdout + refused.stderr, refused.stderr
     assert (refused.stdout + refused.stderr).count("\n") <= 2, "one sentence, not a traceback"
