@@ -5,7 +5,8 @@ The core (UI-free, tested against real torch), each module one job, lowest first
 * :mod:`labkit._torch_internals` — the one place private torch is touched (nothing of labkit's here).
 * :mod:`labkit.describe`, :mod:`labkit.errors`, :mod:`labkit.lessons` — a value in one line; torch's
   errors as data; which notebook teaches a topic.
-* :mod:`labkit.ops`      — declare custom ops from a spec; count real kernel calls; own only what it made.
+* :mod:`labkit.op_names` — which names an op may take, and which labkit holds (it owns only what it made).
+* :mod:`labkit.ops`      — declare custom ops from a spec; count real kernel calls.
 * :mod:`labkit.cache`    — keep the persistent compile caches honest (pytorch #187319).
 * :mod:`labkit.graphs`   — each stage's FX graph, copied out; :mod:`labkit.compare` — private copies of the
   inputs and the eager-vs-compiled verdict; :mod:`labkit.state` — what a function reaches, saved and put back.
@@ -18,8 +19,9 @@ The core (UI-free, tested against real torch), each module one job, lowest first
 * :mod:`labkit.env`      — device, versions, the too-old-torch gate.
 * :mod:`labkit.recordings` — GPU recordings and whether this kernel's code is the code that made them.
 
-Thin layers on top: :mod:`labkit.render` (text, HTML), :mod:`labkit.pictures` (figures),
-:mod:`labkit.widgets` (controls over :mod:`labkit.experiments`) and :mod:`labkit.warmup`.
+Thin layers on top: :mod:`labkit.render` (a report as text, HTML), :mod:`labkit.pictures` (every figure),
+:mod:`labkit.views` (each lab's panel, a GPU cell's recording), :mod:`labkit.widgets` (controls over
+:mod:`labkit.experiments`) and :mod:`labkit.warmup`.
 
 Importing labkit changes nothing in torch; ``setup()`` turns the cache policy on and says so.
 
@@ -75,14 +77,16 @@ with _CtrlCWhileStarting():
     from .ops import (  # noqa: E402
         LabOpError, OpSpec, StaleOpError, declare, drop, drop_namespace, name_problem, scoped,
     )
-    from .render import draw_fate, show, show_gpu_recording, summary, text  # noqa: E402
+    from .pictures import draw_fate  # noqa: E402 - figures live in pictures; importing it loads no matplotlib
+    from .render import show, summary, text  # noqa: E402
+    from .views import show_gpu_recording  # noqa: E402
     from .errors import TorchError  # noqa: E402
     from .stages import StageReport, compile_and_compare  # noqa: E402
 
     recordings.listen()  # which GPU cells' code ran (IPython's hooks; nothing in torch)
 
 # Imported on first use: ipywidgets is heavy, and the cache demo's subprocesses never need it.
-_LAZY_MODULES = ("widgets", "cache_demo", "preflight", "pictures", "doctor")
+_LAZY_MODULES = ("widgets", "cache_demo", "preflight", "doctor")
 
 
 def __getattr__(name):
@@ -97,7 +101,7 @@ __all__ = [
     "compile_and_compare", "torch_logs", "StageReport", "TorchError", "show", "summary", "text", "draw_fate", "setup",
     "show_gpu_recording", "recordings",
     "audit", "auditing", "cache", "cache_demo", "checks", "env", "exercises", "experiments", "naming", "ops", "render",
-    "stages", "warmup", "widgets", "pictures", "doctor", "TorchTooOld", "check_torch",
+    "views", "stages", "warmup", "widgets", "pictures", "doctor", "TorchTooOld", "check_torch",
 ]
 
 

@@ -4,7 +4,7 @@ Each catalogue maps a label a learner sees to what it means; each experiment dec
 op a label names, runs :func:`labkit.stages.compile_and_compare` on a small program and
 returns ``(op, report)``. The widgets in :mod:`labkit.widgets` only wire controls to these.
 
-Not here: controls and HTML (:mod:`labkit.widgets`, :mod:`labkit.render`), and private torch.
+Not here: controls and HTML (:mod:`labkit.widgets`, :mod:`labkit.views`), and private torch.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ that story with plain ``torch.library.custom_op`` and ``torch.compile`` — no l
 way — inside a chosen cache policy and a fresh cache directory, and reports what happened.
 
 Not here: the cache policies themselves (:mod:`labkit.cache`), and the table a learner sees
-(:func:`labkit.render.naming_html`).
+(:func:`labkit.views.naming_html`).
 """
 
 from __future__ import annotations

@@ -6,8 +6,9 @@ or torch itself is never replaced or dropped), the live handles (:func:`live_ops
 the registrations labkit destroyed, kept alive for good (:func:`keep_destroyed`: why). :func:`custom_op` is the one
 place labkit creates an op, so the registry is always complete.
 
-Not here: what an op declares and its handle (:mod:`labkit.ops`, which re-exports the public names below),
-and private torch (the adapter reads and destroys registrations; this module decides which to keep alive).
+Not here: what an op declares and its handle (:mod:`labkit.ops`, which re-exports the names a learner uses; it
+alone calls :func:`hold` and :func:`forget`, which retire a handle), and private torch (the adapter reads and
+destroys registrations; this module decides which to keep alive).
 """
 
 from __future__ import annotations

@@ -1,18 +1,26 @@
 """Pictures for the lessons, drawn with matplotlib from live data: a graph torch made, strides a tensor has,
 calls a kernel counted. Never from numbers typed in: a picture is evidence of the run that drew it.
 
-Every function returns a matplotlib ``Figure`` and closes it from pyplot's list, so that a notebook cell
+Every function returns a matplotlib ``Figure`` (:func:`png`, its bytes) and closes it from pyplot's list, so that a cell
 ending in the call shows it exactly once (and a test can draw thousands without leaking memory). The look
 is shared: one palette, one font size, boxes for values and arrows for what flows.
 
 Not here: computing anything about torch (the core does; this module only draws what it is given), and
-text or HTML (:mod:`labkit.render`).
+text or HTML (:mod:`labkit.render`, whose words and tones the stage pictures share; :mod:`labkit.views` embeds
+:func:`draw_fate` in each lab's panel as a PNG).
 """
 
 from __future__ import annotations
 
+from .logs import call_steps
+from .ops import split_qualname
+from .render import (OUTSIDE, RAISED, RAISED_AT_RUN_TIME, RAN_THEN_RAISED, RAN_TONES, TONES, inductor_kernel_calls,
+                     ran_mark, require_report, stage_code, stage_marks)
+
 PALETTE = {"op": "#ffe08a", "input": "#dbe9ff", "output": "#d8f0d2", "write": "#b00020", "written": "#f8c9cf",
-           "plain": "#f2f2f2", "removed": "#bbbbbb", "edge": "#555555"}
+           "plain": "#f2f2f2", "removed": "#bbbbbb", "edge": "#555555", "blank": "#ffffff",
+           # a mark's tone (labkit.render.TONES): kept, removed or raised, not reached, a graph break
+           "ok": "#c8ecd2", "bad": "#f8c9cf", "warn": "#fde9c4", "muted": "#e6e6e6"}
 FONT = 9
 
 
@@ -133,7 +141,6 @@ def inductor_steps(codes: dict):
     """One row per labelled piece of Inductor code (``{label: code}``): the steps its ``call`` function runs,
     left to right, as :func:`labkit.logs.call_steps` reads them: a custom op called by name (yellow), a kernel
     Inductor generated (blue), a buffer it allocates (grey)."""
-    from .logs import call_steps
 
     rows = {label: call_steps(code) for label, code in codes.items()}
     widest, step = max((len(steps) for steps in rows.values()), default=1), 3.4
@@ -171,7 +178,6 @@ def functionalized(report, op_name: str):
     input, as you wrote it) and first AOTAutograd graph (the wrapped call returns the new value; ``copy_`` writes
     it back). Calls of ``op_name`` are yellow, writes red-edged. A report that carries an error says it, in one
     sentence (:class:`labkit.render.NoStageCode`)."""
-    from .render import stage_code
 
     stage_code(report)["aot"]           # no AOTAutograd graph: the sentence that says why
     columns = [(report.dynamo_graphs[0], "Dynamo graph: what you wrote"),
@@ -214,8 +220,6 @@ def write_order(report, op_name: str, writes: str = "x"):
     code, :func:`labkit.logs.call_steps`), from one report. The call of ``op_name`` (which writes ``writes``, the
     input: ``arg0_1`` in Inductor's code, or a copy of it) is red-edged; each step that reads the input is marked
     with whether it sees ``writes`` before or after the write."""
-    from .logs import call_steps
-    from .render import stage_code
 
     stage_code(report)["inductor"]      # no Inductor code: the sentence that says why
     graph = report.dynamo_graphs[0]
@@ -501,4 +505,96 @@ def which_graph(runs: dict, calls):
             "ran it · red edge: no graph ran it, eager", va="top", fontsize=FONT - 1, color=PALETTE["edge"])
     ax.set_xlim(-3.4, step * len(calls) + 1.0)
     ax.set_ylim(-0.85 * len(runs), 0.5)
+    return fig
+
+
+# --- an op's path through the stages: the marks labkit.render's table and text use ----------------------------
+
+PICTURE_TITLES = {"dynamo": "Dynamo\ngraph", "aot": "AOTAutograd\ngraph", "inductor": "Inductor\ncode",
+                  "ran": "real kernel\nran?"}
+PICTURE_WORDS = {RAISED: "torch\nraised here", OUTSIDE: "graph break,\nran eagerly",   # marks too long for a box
+                 RAN_THEN_RAISED: "yes, then\ntorch raised", RAISED_AT_RUN_TIME: "torch raised\nat run time"}
+
+
+def draw_fate(report, op_name: str, title: bool = True):
+    """A picture of the op's path through the stages, a box per stage with the mark the table uses (kept, removed,
+    …) in its tone's colour, then whether its kernel ran."""
+    import matplotlib.patches as patches
+
+    require_report(report, "draw_fate")
+    fig, ax = figure(7.5, 1.6)
+    marks, ran, words = stage_marks(report, op_name), ran_mark(report, op_name), PICTURE_WORDS
+    boxes = [(PICTURE_TITLES[s], marks[s], TONES[marks[s]]) for s in marks]
+    boxes.append((PICTURE_TITLES["ran"], ran, RAN_TONES[ran]))
+    for i, (label, word, tone) in enumerate(boxes):
+        ax.add_patch(patches.Rectangle((i * 2.5, 0), 2.1, 1, facecolor=PALETTE[tone], edgecolor=PALETTE["edge"]))
+        ax.text(i * 2.5 + 1.05, 0.68, label, ha="center", va="center", fontsize=FONT)
+        ax.text(i * 2.5 + 1.05, 0.25, words.get(word, word), ha="center", va="center",
+                fontsize=10 if word not in words else 8, weight="bold")
+        if i:
+            ax.annotate("", xy=(i * 2.5, 0.5), xytext=(i * 2.5 - 0.4, 0.5),
+                        arrowprops=dict(arrowstyle="->", color=PALETTE["edge"]))
+    ax.set(xlim=(-0.1, len(boxes) * 2.5), ylim=(-0.1, 1.1))
+    if title:
+        ax.set_title(f"{op_name}  (backend={report.backend}, dynamic={report.dynamic})", fontsize=10)
+    return fig
+
+
+def png(fig, dpi: int = 72) -> bytes:
+    """``fig`` as PNG bytes, cropped to what it shows (a widget embeds its picture so)."""
+    import io
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
+    return buffer.getvalue()
+
+
+def _node_label(node) -> str:
+    if node.op in ("placeholder", "output"):
+        return f"{node.op}: {node.name}"
+    if node.custom_op and node.wrapper:
+        return f"{node.wrapper}({node.custom_op})"
+    return node.custom_op or node.target
+
+
+def draw_stages(report, op_name: str | None = None, figsize=(11, 3.6)):
+    """Each stage's steps as a column of boxes: the Dynamo graph, the AOTAutograd graph and the kernel calls of
+    Inductor's ``call()``; ``op_name``'s node in yellow, a node that writes with a red edge."""
+    import matplotlib.patches as patches
+    import matplotlib.pyplot as plt
+
+    require_report(report, "pictures.draw_stages")
+    if op_name is not None:
+        split_qualname(op_name)
+    columns = []
+    for title, graphs in (("Dynamo graph", report.dynamo_graphs), ("AOTAutograd graph", report.aot_graphs)):
+        if graphs:
+            columns.append((title, [_node_label(n) for n in graphs[0].nodes], list(graphs[0].nodes)))
+    if report.inductor_code:
+        lines = inductor_kernel_calls(report.inductor_code[0])
+        columns.append(("Inductor call()", lines or ["(no kernel calls)"], [None] * max(len(lines), 1)))
+    fig, axes = plt.subplots(1, max(len(columns), 1), figsize=figsize, squeeze=False)
+    plt.close(fig)
+    namespace_dot = op_name.replace("::", ".") if op_name else None
+    for ax, (title, labels, nodes) in zip(axes[0], columns):
+        n = len(labels)
+        for i, (label, node) in enumerate(zip(labels, nodes)):
+            y = n - i
+            is_op = bool(op_name) and ((node is not None and node.custom_op == op_name)
+                                       or (node is None and namespace_dot in label))
+            writes = node is not None and node.mutating
+            face = "op" if is_op else "plain" if node is not None and node.op in ("placeholder", "output") \
+                else "blank"
+            ax.add_patch(patches.Rectangle((0, y - 0.3), 1, 0.6, facecolor=PALETTE[face], linewidth=2 if writes else 1,
+                                           edgecolor=PALETTE["write" if writes else "edge"]))
+            ax.text(0.5, y, _fits(label, 46), ha="center", va="center", fontsize=7.5)
+            if i:
+                ax.annotate("", xy=(0.5, y + 0.3), xytext=(0.5, y + 0.7),
+                            arrowprops=dict(arrowstyle="->", color=PALETTE["edge"]))
+        ax.set_xlim(-0.05, 1.05)
+        ax.set_ylim(0.4, max(n, 1) + 0.6)
+        ax.set_title(title, fontsize=10)
+    for ax in axes[0]:
+        ax.axis("off")
+    fig.tight_layout()
     return fig

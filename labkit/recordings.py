@@ -21,7 +21,7 @@ cell that is not needed); declaring the cells a GPU cell reads from keeps that g
 ``tests/notebooks/test_gpu_recordings.py`` checks that the names a GPU cell uses are bound by what it declares.
 
 Not here: torch's state (this module only reads files and the sources of titled cells), and showing a
-recording (:func:`labkit.render.gpu_recording_text` and its HTML twin).
+recording (:func:`labkit.views.gpu_recording_text` and its HTML twin).
 """
 
 from __future__ import annotations

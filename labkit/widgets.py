@@ -5,7 +5,7 @@ and read ``.report`` or ``.view.value`` — which is how the tests use them. The
 redrawn by assigning ``view.value``, never by printing inside an ``Output`` widget, so
 nothing leaks into a cell's stored output.
 
-Not here: HTML (:mod:`labkit.render` draws every view, title and status line), and the experiments
+Not here: HTML (:mod:`labkit.views` draws every view, title and status line), and the experiments
 (:mod:`labkit.experiments` runs them, UI-free).
 """
 
@@ -17,7 +17,7 @@ from typing import Iterator
 
 import ipywidgets as widgets
 
-from . import cache, naming, render
+from . import cache, naming, views
 from .describe import brief
 from .experiments import (
     DCE_DECLARATIONS, DECLARATIONS, DYNAMIC_CHOICES, FULLGRAPH_CHOICES, OP_KINDS, PYTHON_SIDE_EFFECT, SHAPE_SEQUENCES,
@@ -58,7 +58,7 @@ class LabWidget:
 
     def __init__(self, controls: dict[str, widgets.Widget]):
         self.controls = controls
-        self.heading = widgets.HTML(render.lab_heading_html(self.title))  # as in the static view
+        self.heading = widgets.HTML(views.lab_heading_html(self.title))  # as in the static view
         self.status = widgets.HTML()
         self.changes = widgets.HTML()    # what changed since the previous state: not part of a state's view
         self.view = widgets.HTML()
@@ -172,25 +172,25 @@ class LabWidget:
         state = self.state
         fresh = state not in self._cache
         if fresh:
-            self.status.value = render.COMPILING_HTML
+            self.status.value = views.COMPILING_HTML
         try:
             result = self.result(state)
             self._show(state, self.render(result))
-            self.status.value = "" if not fresh else render.COMPUTED_NOW_HTML
+            self.status.value = "" if not fresh else views.COMPUTED_NOW_HTML
             self._note_changes(state, self.facts(result))
         except Exception as error:  # noqa: BLE001 - a widget must never kill a learner's kernel
             self.status.value = ""
-            self._show(state, render.could_not_compute_html(error))
+            self._show(state, views.could_not_compute_html(error))
         except KeyboardInterrupt:
             self.status.value = ""
-            self._show(state, render.INTERRUPTED_HTML)
+            self._show(state, views.INTERRUPTED_HTML)
             raise
 
     def _note_changes(self, state: tuple, facts: dict[str, str]) -> None:
         """Say which controls changed since the state shown before, and which facts changed with them."""
         if self._last is not None and self._last[0] != state:
             flipped = [(name, old, new) for name, old, new in zip(self.controls, self._last[0], state) if old != new]
-            self.changes.value = render.changes_html(flipped, self._last[1], facts)
+            self.changes.value = views.changes_html(flipped, self._last[1], facts)
         elif self._last is None:
             self.changes.value = ""
         self._last = (state, facts)
@@ -210,7 +210,7 @@ class LabWidget:
             return
         bundle = {
             "text/plain": repr(self),
-            "text/html": render.static_view_html(self.title, self.describe(), self.view.value),
+            "text/html": views.static_view_html(self.title, self.describe(), self.view.value),
             "application/vnd.jupyter.widget-view+json": {
                 "version_major": 2, "version_minor": 0, "model_id": self.ui.model_id},
         }
@@ -277,14 +277,14 @@ class DeclarationLab(LabWidget):
     def render(self, result) -> str:
         schema, report = result
         declaration = self._shown_declaration()
-        return render.declaration_view_html(declaration, DECLARATIONS[declaration][0], schema, report,
+        return views.declaration_view_html(declaration, DECLARATIONS[declaration][0], schema, report,
                                             declaration_spec(declaration, self.namespace).name)
 
     def _shown_declaration(self) -> str:
         return self.controls["declaration"].value
 
     def facts(self, result) -> dict[str, str]:
-        return render.report_facts(result[1], declaration_spec(self._shown_declaration(), self.namespace).name)
+        return views.report_facts(result[1], declaration_spec(self._shown_declaration(), self.namespace).name)
 
 
 class NamingLab(LabWidget):
@@ -332,8 +332,8 @@ class NamingLab(LabWidget):
 
     def render(self, result) -> str:
         if result.problem:
-            return render.name_refused_html(result.problem)
-        return render.naming_html(result, naming_story(result), declaration_lesson())
+            return views.name_refused_html(result.problem)
+        return views.naming_html(result, naming_story(result), declaration_lesson())
 
     def facts(self, result) -> dict[str, str]:
         if result.problem:
@@ -387,8 +387,8 @@ class DynamicLab(LabWidget):
 
     def render(self, result) -> str:
         op, report = result
-        return render.dce_view_html(op.schema, op.name, report, self.state[1] in PYTHON_SIDE_EFFECT)
+        return views.dce_view_html(op.schema, op.name, report, self.state[1] in PYTHON_SIDE_EFFECT)
 
     def facts(self, result) -> dict[str, str]:
         op, report = result
-        return render.report_facts(report, op.name, self.state[1] in PYTHON_SIDE_EFFECT)
+        return views.report_facts(report, op.name, self.state[1] in PYTHON_SIDE_EFFECT)

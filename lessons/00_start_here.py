@@ -83,7 +83,7 @@ def double_after_add_one(x):
 
 report = labkit.compile_and_compare(double_after_add_one, torch.ones(3), backend="inductor")
 print(add_one.torch_source())
-fate = labkit.draw_fate(report, "nb00::add_one")
+labkit.draw_fate(report, "nb00::add_one")
 
 # %% tags=["check"]
 #@title Check: the call is in Dynamo's graph, then gone, and the answers differ
@@ -108,7 +108,7 @@ assert report.fate("nb00::add_one") == {"dynamo": True, "aot": False, "inductor"
 add_one = labkit.declare(name="nb00::add_one", writes=("x",), mutates_args=("x",), returns="none")
 fixed = labkit.compile_and_compare(double_after_add_one, torch.ones(3), backend="inductor")
 print(add_one.schema, "|", fixed.verdict)
-fate = labkit.draw_fate(fixed, "nb00::add_one")
+labkit.draw_fate(fixed, "nb00::add_one")
 
 # %% tags=["check"]
 #@title Check: declared truthfully, the call survives every stage and compiled == eager

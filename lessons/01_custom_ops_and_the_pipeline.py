@@ -289,7 +289,7 @@ assert any(c.startswith(("cpp_fused_relu", "triton_")) for c in launches), "Indu
 # The whole path in one picture; the op's node is yellow at each stage:
 
 # %%
-fig = labkit.render.draw_stages(report, "nb01::scale")
+labkit.pictures.draw_stages(report, "nb01::scale")
 
 # %% [markdown]
 # ## Exercise 1: predict where an op disappears

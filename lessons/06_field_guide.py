@@ -34,7 +34,7 @@ dropped = labkit.drop_namespace("nb06")
 # 3. `opcheck`: every torch.library.opcheck test
 # 4. `compile`: eager against torch.compile, aot_eager and Inductor, static and dynamic shapes, on a program that
 #    discards the op's result, with the compile caches bypassed
-# 5. `aliasing`: a clone of a written argument passed in another argument's place, under Inductor (pytorch #198031)
+# 5. `aliasing`: a clone of a written argument passed in another argument's place, under Inductor
 #
 # <!-- END audit-checks -->
 # Each finding says what is wrong, why it matters, and the fix.

@@ -37,7 +37,8 @@ COMMAND = ".venv/bin/python tools/screenshots.py"
 SOURCES = "lessons"
 
 # The labkit modules whose text a widget's view shows (its controls, its report, the op names).
-WIDGET_CODE = ("labkit/widgets.py", "labkit/render.py", "labkit/experiments.py", "labkit/naming.py")
+WIDGET_CODE = ("labkit/widgets.py", "labkit/views.py", "labkit/render.py", "labkit/pictures.py",
+               "labkit/experiments.py", "labkit/naming.py")
 
 # Picture -> what it shows: whole files ("path"), or the cells of a notebook source that contain a
 # string and the cell just before it ("path::string": a widget's cell, or a GPU cell of notebook 09 and its prose).
@@ -45,7 +46,7 @@ SHOWS = {
     # notebook 00 from its top after Run All: its source and what labkit.setup() prints
     "first-run.png": (f"{SOURCES}/00_start_here.py", "labkit/__init__.py", "labkit/env.py", "labkit/warmup.py"),
     "09_gpu_recording.png": (f"{SOURCES}/09_gpu_kernels.py::# GPU cell: CUDA graphs skip an op that mutates an input",
-                             "labkit/gpu_recordings/09_gpu_kernels.json", "labkit/render.py", "labkit/recordings.py"),
+                             "labkit/gpu_recordings/09_gpu_kernels.json", "labkit/views.py", "labkit/recordings.py"),
 }
 # Each widget's README picture: the notebook cell that builds it, the showing itself (tools/showings.py: the flips
 # made before it is taken) and the code of its view.

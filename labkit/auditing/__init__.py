@@ -10,7 +10,7 @@ It runs the checks of :data:`CHECKS` below not marked "the doctor only", in orde
 3. ``opcheck``: every torch.library.opcheck test
 4. ``compile``: eager against torch.compile, aot_eager and Inductor, static and dynamic shapes, on a program that
    discards the op's result, with the compile caches bypassed
-5. ``aliasing``: a clone of a written argument passed in another argument's place, under Inductor (pytorch #198031)
+5. ``aliasing``: a clone of a written argument passed in another argument's place, under Inductor
 6. ``fullgraph`` (the doctor only): a graph break at the op, named with fullgraph=True instead of passed
 7. ``fake`` (the doctor only): the fake kernel on the meta device and on a second dtype, which it must follow
 

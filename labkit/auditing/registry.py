@@ -72,8 +72,7 @@ CHECKS = (
           "that discards the op's result, with the compile caches bypassed"),
     # a program that already differs tells nothing about a clone passed in another argument's place
     Check(ALIASING, _clone_alias_findings, "https://github.com/pytorch/pytorch/issues/198031", "mutates_args",
-          stop_if=(COMPILE,), what="a clone of a written argument passed in another argument's place, "
-          "under Inductor (pytorch #198031)"),
+          stop_if=(COMPILE,), what="a clone of a written argument passed in another argument's place, under Inductor"),
     Check(FULLGRAPH, _fullgraph_findings, TUTORIAL, "graph breaks", doctor_only=True,
           what="a graph break at the op, named with fullgraph=True instead of passed"),
     Check(FAKE, _fake_findings, FAKE_DOCS, "fake kernels", doctor_only=True,

@@ -68,7 +68,7 @@ if _missing():
 from playwright.sync_api import sync_playwright  # noqa: E402
 
 import labkit  # noqa: E402
-from labkit import recordings, render  # noqa: E402
+from labkit import recordings, views  # noqa: E402
 from labkit import widgets as lw  # noqa: E402
 from panel_check import contradictions  # noqa: E402
 
@@ -454,7 +454,7 @@ def test_a_gpu_cell_shows_its_recording_labelled_in_jupyterlab(lab_url, browser)
         assert page.evaluate(ERRORS) == [], "cells failed in JupyterLab"
         output = page.evaluate(f"(i) => {NOTEBOOK}.content.widgets[i].node.querySelector('.jp-OutputArea').innerText",
                                index)
-        label, printed, diff = render._gpu_recording_parts(status, recordings.why_no_gpu())
+        label, printed, diff = views._gpu_recording_parts(status, recordings.why_no_gpu())
         assert words(" ".join(label + printed)) in words(output), "the label and the recorded output, as labkit says"
         assert ("How the recorded code differs" in output) == bool(diff), "the difference is offered where there is one"
         assert not any(line in output for line in diff if line[:1] in "+-"), "and folded away until asked for"

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import labkit
-from labkit import compile_and_compare, declare, render
+from labkit import compile_and_compare, declare, pictures, render, views
 from labkit.render import NoStageCode
 
 
@@ -50,7 +50,11 @@ def test_html_marks_removed_ops_and_errors():
 
 
 def test_draw_fate_draws_one_box_per_stage():
-    ax = labkit.draw_fate(_undeclared_report(), "t::bump")
+    import matplotlib.pyplot as plt
+
+    fig = labkit.draw_fate(_undeclared_report(), "t::bump")
+    ax, = fig.axes
+    assert fig.number not in plt.get_fignums(), "closed: a cell ending in the call shows it once"
     assert len(ax.patches) == 4
     assert [t.get_text() for t in ax.texts if t.get_text() in ("kept", "removed")] == ["kept", "removed", "removed"]
 
@@ -74,23 +78,23 @@ def test_a_labs_headline_is_green_only_where_nothing_observable_differs():
 
     op, report = dce_experiment("-> None with a Python side effect", False, (4, 6), namespace="t")
     assert report.verdict.agree and (report.eager_calls[op.name], report.compiled_calls[op.name]) == (2, 0)
-    tone, words = render.lab_headline(report, op.name, side_effect=True)
+    tone, words = views.lab_headline(report, op.name, side_effect=True)
     assert tone == "bad" and "side effect is lost: its kernel ran twice eagerly and 0 times compiled" in words
     op, report = dce_experiment("has_side_effect", False, (4,), namespace="t")
-    assert render.lab_headline(report, op.name, side_effect=True) == \
+    assert views.lab_headline(report, op.name, side_effect=True) == \
         ("ok", "eager and compiled agree (outputs and inputs); the op's Python side effect ran once, as in eager")
     op, report = dce_experiment("pure, result unused", False, (4,), namespace="t")
-    tone, words = render.lab_headline(report, op.name)
+    tone, words = views.lab_headline(report, op.name)
     assert tone == "ok" and "removed as dead code" in words
-    assert render.headline_word((tone, words)) == "agree"
+    assert views.headline_word((tone, words)) == "agree"
     op, report = declaration_experiment("returns its input", "inductor", False, namespace="t", sizes=(3,))
     assert report.error.raised_in == "run time" and report.compiled_calls[op.name] == 1
-    assert render.lab_headline(report, op.name) == \
+    assert views.lab_headline(report, op.name) == \
         ("bad", "torch raised (eagerly and compiled), so there are no results to compare: where and why below")
     assert render.ran_mark(report, op.name) == "yes, then torch raised"
-    assert "ran yes, then torch raised" in render.fate_picture_html(report, op.name)
+    assert "ran yes, then torch raised" in views.fate_picture_html(report, op.name)
     assert "kernel ran: yes, then torch raised" in render.fate_line(report, op.name)
-    assert render.report_facts(report, op.name)["eager vs compiled"] == "torch raised"
+    assert views.report_facts(report, op.name)["eager vs compiled"] == "torch raised"
     labkit.drop_namespace("t")
 
 
@@ -100,7 +104,7 @@ def test_an_unreadable_recording_is_named_not_taken_for_no_recording(tmp_path, m
 
     (tmp_path / "42_broken.json").write_text('{"device": "X"')
     monkeypatch.setattr(recordings, "FOLDER", tmp_path)
-    shown = render.gpu_recording_text(recordings.status("a cell", lambda _: None))
+    shown = views.gpu_recording_text(recordings.status("a cell", lambda _: None))
     assert "No GPU recording of this cell exists yet" in shown
     assert "42_broken.json cannot be read (JSONDecodeError" in shown and len(shown.splitlines()) == 2
 
@@ -181,10 +185,10 @@ NOT_REPORTS = [None, 5, "report", [1], torch.ones(2), _nested(),
 
 
 @pytest.mark.parametrize("present", [labkit.show, labkit.summary, labkit.text, render.to_html, labkit.draw_fate,
-                                     render.draw_stages, render.lab_headline])
+                                     pictures.draw_stages, views.lab_headline])
 @pytest.mark.parametrize("bad", NOT_REPORTS, ids=lambda b: type(b).__name__)
 def test_what_is_not_a_report_gets_one_sentence(present, bad):
-    args = (bad, "t::op") if present in (labkit.draw_fate, render.lab_headline) else (bad,)
+    args = (bad, "t::op") if present in (labkit.draw_fate, views.lab_headline) else (bad,)
     with pytest.raises(TypeError, match=r"takes the report that labkit\.compile_and_compare") as caught:
         present(*args)
     message = str(caught.value)
@@ -203,3 +207,28 @@ def test_ops_of_the_wrong_type_get_one_sentence(report, ops):
 def test_a_real_report_still_shows(report):
     assert "graphs compiled per call" in labkit.summary(report) and "labkit-report" in render.to_html(report)
     assert repr(labkit.show(report, ("t::unused",))).startswith("backend=")
+
+
+def test_the_stage_pictures_are_closed_figures_in_one_palette_and_render_draws_none():
+    """Issue 76: every figure comes from labkit.pictures, which closes what it draws (pyplot keeps none, so a
+    notebook shows the one its cell returns) in its one palette; render and views only embed a PNG."""
+    import matplotlib.pyplot as plt
+    import pathlib
+
+    before = set(plt.get_fignums())
+    report = _undeclared_report()
+    fig = pictures.draw_stages(report, "t::bump")
+    assert set(plt.get_fignums()) == before
+    faces = {matplotlib_colour(patch.get_facecolor()) for ax in fig.axes for patch in ax.patches}
+    assert faces <= set(pictures.PALETTE.values()), faces - set(pictures.PALETTE.values())
+    assert pictures.PALETTE["op"] in faces, "the op's node is the palette's op colour"
+    views.fate_picture_html(report, "t::bump")
+    assert set(plt.get_fignums()) == before
+    for module in (render, views):
+        assert "matplotlib" not in pathlib.Path(module.__file__).read_text(), f"{module.__name__} draws a figure"
+
+
+def matplotlib_colour(rgba) -> str:
+    import matplotlib.colors
+
+    return matplotlib.colors.to_hex(rgba)

@@ -19,7 +19,7 @@ import pytest
 import record_gpu
 from IPython.core.interactiveshell import InteractiveShell
 
-from labkit import recordings, render
+from labkit import recordings, views
 
 RECORDINGS = sorted(record_gpu.RECORDINGS.glob("*.json"))
 SOURCES = {source.stem: source for source in record_gpu.build_notebooks.all_sources()}
@@ -168,12 +168,12 @@ def test_the_label_follows_the_code_this_kernel_ran(capfd, tmp_path, monkeypatch
 
 
 def test_a_cell_with_no_recording_says_it_is_unverified():
-    shown = render.gpu_recording_text(recordings.status("a cell nobody recorded", lambda _: None))
+    shown = views.gpu_recording_text(recordings.status("a cell nobody recorded", lambda _: None))
     assert shown.splitlines()[1].startswith("No GPU recording of this cell exists yet")
 
 
 def test_show_gpu_recording_outside_a_gpu_cell_is_one_sentence(capsys):
-    render.show_gpu_recording()
+    views.show_gpu_recording()
     assert capsys.readouterr().out.count("\n") == 1
 
 

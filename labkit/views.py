@@ -1,0 +1,280 @@
+"""What each lab's panel and each GPU cell show: the views a learner meets, drawn from the core's results.
+
+A lab's panel (:mod:`labkit.widgets` wires its controls; these draw): its headline, what changed since the
+previous state, the op's path through the stages as a picture, and :mod:`labkit.render`'s report; the naming
+experiment's table; the words shown while a state compiles, or when it could not. A GPU cell without a GPU: its
+recording, labelled with which code it ran (:func:`show_gpu_recording`).
+
+Not here: the report itself as text or HTML (:mod:`labkit.render`), figures (:mod:`labkit.pictures`), controls
+(:mod:`labkit.widgets`), and computing anything (the core).
+"""
+
+from __future__ import annotations
+
+import html
+
+from . import pictures, recordings
+from .render import (CELL_STYLE, COLOURS, NUMBER_STYLE, REMOVED, STAGE_NAMES, and_list, ran_mark, require_report,
+                     stage_marks, to_html)
+from .stages import StageReport
+
+
+# --- a lab's headline, and what changed since the previous state ------------------------------------
+
+
+def _times(n: int) -> str:
+    return "once" if n == 1 else "twice" if n == 2 else f"{n} times"
+
+
+def lab_headline(report: StageReport, op_name: str, side_effect: bool = False) -> tuple[str, str]:
+    """A lab's headline for one state, as (tone, sentence): what a user of the compiled function could observe.
+
+    Outputs and inputs (the verdict), a stage that raised, and, for an op whose kernel has a Python side effect
+    (``side_effect``: the lab's catalogue says which), how many times it ran: a side effect that ran a different
+    number of times compiled is a difference even where outputs and inputs agree, so it is never green. A pure op
+    whose unused result is removed as dead code is no difference a caller can observe: green, and said.
+    """
+    require_report(report, "views.lab_headline")
+    if report.verdict is None:   # only where torch raised: compile_and_compare compares every run that finished
+        runs = [run for run, error in (("eagerly", report.eager_error), ("compiled", report.error)) if error]
+        return "bad", f"torch raised ({and_list(runs)}), so there are no results to compare: where and why below"
+    if not report.verdict.agree:
+        return "bad", str(report.verdict)
+    eager, compiled = report.eager_calls.get(op_name, 0), report.compiled_calls.get(op_name, 0)
+    if side_effect and eager != compiled:
+        what = "is lost" if compiled < eager else "ran more often than in eager"
+        return "bad", (f"outputs and inputs agree, but the op's Python side effect {what}: its kernel ran "
+                       f"{_times(eager)} eagerly and {_times(compiled)} compiled")
+    said = str(report.verdict)
+    if side_effect:
+        return "ok", f"{said}; the op's Python side effect ran {_times(eager)}, as in eager"
+    if compiled == 0 < eager and REMOVED in stage_marks(report, op_name).values():
+        return "ok", (f"{said}; the op's kernel was removed as dead code (its result is unused): nothing a caller "
+                      "can observe")
+    return "ok", said
+
+
+def headline_word(tone_and_sentence: tuple[str, str]) -> str:
+    """The headline in a word or two, for "since the previous state"."""
+    tone, sentence = tone_and_sentence
+    if sentence.startswith("torch raised"):
+        return "torch raised"
+    if "side effect is lost" in sentence:
+        return "side effect lost"
+    if "side effect ran more often" in sentence:
+        return "side effect ran more often"
+    if tone == "ok":
+        return "agree"
+    return "DIFFER" if "DIFFER" in sentence else "cannot say"
+
+
+def report_facts(report: StageReport, op_name: str, side_effect: bool = False) -> dict[str, str]:
+    """What a panel says of one op in one state, as short facts: what "changed since the last state" compares."""
+    marks = stage_marks(report, op_name)
+    return {"eager vs compiled": headline_word(lab_headline(report, op_name, side_effect)),
+            "kernel runs, eager": str(report.eager_calls.get(op_name, 0)),
+            "kernel runs, compiled": str(report.compiled_calls.get(op_name, 0)),
+            **{f"{STAGE_NAMES[s]} {'code' if s == 'inductor' else 'graph'}": m for s, m in marks.items()},
+            "graphs compiled per call": str(report.graphs_per_call)}
+
+
+def changes_html(controls: list[tuple[str, object, object]], before: dict[str, str] | None,
+                 after: dict[str, str]) -> str:
+    """One line: which controls changed since the previous state, and which facts changed with them."""
+    if before is None or not controls:
+        return ""
+    flipped = ", ".join(f"{name} {old!s} → {new!s}" for name, old, new in controls)
+    moved = [f"{html.escape(key)}: {html.escape(before[key])} → <b>{html.escape(value)}</b>"
+             for key, value in after.items() if key in before and before[key] != value]
+    said = "; ".join(moved) if moved else "nothing else changed"
+    return (f"<div style='white-space:normal;border-left:4px solid #e6a700;background:#fff8e1;padding:3px 8px;"
+            f"margin:4px 0'><b>Since the previous state</b> ({html.escape(flipped)}): {said}.</div>")
+
+
+def naming_html(result, story: str, link: tuple[str, str] | None = None) -> str:
+    """The naming experiment's table: each step's declaration, what its handle reports, kernel runs, x, the cache;
+    then the story. ``link`` (words, href): where the story names a lesson in those words, they link to it."""
+    hit = f"<b style='color:{COLOURS['bad']}'>hit: reused</b>"
+    rows = "".join(
+        f"<tr><td style='{CELL_STYLE}'>{i + 1}. declare <code>{html.escape(s.name)}</code> as <b>{s.declared}</b>, "
+        f"compile</td><td style='{CELL_STYLE}'><code>{html.escape(s.schema_now)}</code></td>"
+        f"<td style='{NUMBER_STYLE}'>{s.kernel_calls}</td>"
+        f"<td style='{CELL_STYLE}'>{s.x_after} (eager {s.x_after_eager})</td>"
+        f"<td style='{CELL_STYLE}'>{hit if s.stale else 'miss: compiled'}</td></tr>"
+        for i, s in enumerate(result.steps))
+    heads = ("step", "this step's handle reports now", "kernel runs", "x after the compiled call", "FX/AOT cache")
+    head = "".join(f"<th style='{CELL_STYLE};text-align:{'right' if h == 'kernel runs' else 'left'}'>{h}</th>"
+                   for h in heads)
+    return (f"<div style='white-space:normal'><p style='margin:4px 0'>The kernel always adds 1 to <code>x</code> "
+            f"(zeros); only the declaration changes. Cache policy <code>{html.escape(result.policy)}</code>, in a "
+            f"fresh cache directory.</p><table style='border-collapse:collapse;margin:4px 0'><tr>{head}</tr>{rows}"
+            f"</table><p style='margin:4px 0'>{_linked(story, link)}</p></div>")
+
+
+def _linked(text: str, link: tuple[str, str] | None) -> str:
+    """``text`` as HTML, its first mention of ``link``'s words a link to its href (split before escaping, so the
+    words are never matched inside an escaped character)."""
+    if link is None or link[0] not in text:
+        return html.escape(text)
+    before, words, after = text.partition(link[0])
+    return (html.escape(before) + f"<a href='{html.escape(link[1])}' target='_blank' "
+            f"style='color:#0645ad;text-decoration:underline'>{html.escape(words)}</a>" + html.escape(after))
+
+
+_FATE_PNGS: dict[tuple, str] = {}
+
+
+def fate_picture_html(report: StageReport, op_name: str) -> str:
+    """:func:`labkit.pictures.draw_fate`'s picture as an HTML image (a widget shows it so); cached by what it shows."""
+    import base64
+
+    key = (tuple(stage_marks(report, op_name).values()), ran_mark(report, op_name))
+    if key not in _FATE_PNGS:
+        _FATE_PNGS[key] = base64.b64encode(pictures.png(pictures.draw_fate(report, op_name, title=False))).decode()
+    alt = html.escape(", ".join(f"{STAGE_NAMES[s]} {m}" for s, m in zip(STAGE_NAMES, key[0])) + f", ran {key[1]}")
+    return f"<img alt='{alt}' title='{alt}' src='data:image/png;base64,{_FATE_PNGS[key]}' style='max-width:100%'>"
+
+
+# --- the widgets' views: labkit.widgets wires controls, these draw -----------------------------------------
+
+COMPILING_HTML = "<i>⏳ compiling this state for the first time…</i>"
+COMPUTED_NOW_HTML = "<i>computed now (seen states come back instantly)</i>"
+INTERRUPTED_HTML = ("<p style='color:#b00020'><b>Interrupted</b> (Ctrl-C / the stop button) before "
+                    "this state finished compiling: change a control to compute again.</p>")
+
+
+def lab_heading_html(title: str) -> str:
+    """A widget's title line, as its static view shows it too."""
+    return f"<p><b>{html.escape(title)}</b></p>"
+
+
+def could_not_compute_html(error: BaseException) -> str:
+    """What a widget shows instead of a view when its experiment raised: the error in one line, cut at 500."""
+    return (f"<p style='color:#b00020'><b>labkit could not compute this state</b>: "
+            f"{html.escape(type(error).__name__)}: {html.escape(str(error)[:500])}</p>")
+
+
+def static_view_html(title: str, described: str, view_html: str) -> str:
+    """A widget as a page without a kernel shows it (nbviewer, GitHub): its title, the state, the last view."""
+    return (f"<div><p><b>{html.escape(title)}</b> (static view of: "
+            f"{html.escape(described)}; run the notebook to use the controls)</p>"
+            f"{view_html}</div>")
+
+
+def declaration_view_html(declaration: str, meaning: str, schema: str, report: StageReport, op_name: str) -> str:
+    """The declaration lab's view: the declaration and its schema, the program, the op's fate and the report (its
+    headline :func:`lab_headline`'s: the kernels write ``x``, which the verdict compares; no other side effect)."""
+    return (f"<div style='white-space:normal'><p style='margin:4px 0'><b>{html.escape(declaration)}</b>: the "
+            f"kernel {html.escape(meaning)}.<br>schema: <code>{html.escape(schema)}</code><br>"
+            f"<code>def step(x): out = op(x); return x * 2 if out is None else x + out</code></p>"
+            + fate_picture_html(report, op_name) + to_html(report, [op_name], lab_headline(report, op_name))
+            + "</div>")
+
+
+def name_refused_html(problem: str) -> str:
+    """The naming lab's view of a name it cannot use: the one sentence saying why."""
+    return f"<p style='color:#b00020'><b>That name cannot be used:</b> {html.escape(problem)}</p>"
+
+
+def dce_view_html(schema: str, op_name: str, report: StageReport, side_effect: bool = False) -> str:
+    """The dynamic-shapes and DCE lab's view: the program, the graphs per call and their shapes, the op's fate;
+    ``side_effect``: the op's kernel has a Python side effect (see :func:`lab_headline`)."""
+    sizes = " | ".join(", ".join(g.input_shapes) for g in report.dynamo_graphs)
+    return (f"<div style='white-space:normal'><p style='margin:4px 0'><code>def unused_result(x): op(x); "
+            f"return x + 1</code>: the op's result is never used.<br>schema <code>{html.escape(schema)}</code>"
+            f"<br>graphs compiled per call: <b>{report.graphs_per_call}</b> (recompiles: {report.recompiles}); "
+            f"input shapes each graph was built for: <code>{html.escape(sizes or 'none')}</code></p>"
+            + fate_picture_html(report, op_name)
+            + to_html(report, [op_name], lab_headline(report, op_name, side_effect)) + "</div>")
+
+
+# --- a GPU cell's recording, in a kernel without a GPU --------------------------------------------------
+
+DIFF_LINES = 12   # the plain-text view cuts a longer difference, and says how to see it whole
+
+
+def _gpu_recording_parts(status: recordings.Status, lacks: str) -> tuple[list[str], list[str], list[str]]:
+    """(what the label says, what the recording printed, how the recorded code differs) for a GPU cell."""
+    said = [f"This kernel lacks {lacks}, so this cell did not run here."]
+    rec = status.recording
+    if status.kind == "none":
+        unreadable = recordings.problems()
+        return said + ["No GPU recording of this cell exists yet: what it shows is unverified until it runs on a "
+                       "GPU (a Colab GPU runtime will do)." + (f" ({'; '.join(unreadable)}.)" if unreadable else "")
+                       ], [], []
+    if status.kind == "current":
+        said.append(f"Recorded from this code on {rec.where()}, it printed:")
+    elif status.kind == "unchecked":
+        said.append(f"Recorded on {rec.where()}, but this kernel's code cannot be compared with the code it ran: "
+                    f"{'; '.join(status.changes)}. It printed:")
+    else:
+        said.append(f"Recorded on {rec.where()} for an earlier version of this code: since then, "
+                    f"{and_list(status.changes)}. What that code printed:")
+    return said, rec.output.rstrip("\n").splitlines(), list(status.diff)
+
+
+def gpu_recording_text(status: recordings.Status, lacks: str = "a CUDA GPU and Triton") -> str:
+    """What a GPU cell shows in a kernel without a GPU: its recording, labelled with how it relates to this code.
+
+    Never passes a recording off as this kernel's output: the first line says the cell did not run here;
+    the second says which code the recording ran (this cell's, an earlier version's, or none yet).
+    """
+    said, printed, diff = _gpu_recording_parts(status, lacks)
+    lines = said + ["    " + line for line in printed]
+    if diff:
+        lines += ["How the recorded code differs (- recorded, + this kernel's):",
+                  *("    " + line for line in diff[:DIFF_LINES])]
+        if len(diff) > DIFF_LINES:
+            lines.append(f"    ... {len(diff) - DIFF_LINES} more lines: "
+                         f"labkit.recordings.load()[{status.title!r}].code has the recorded code whole.")
+    return "\n".join(lines)
+
+
+def gpu_recording_html(status: recordings.Status, lacks: str = "a CUDA GPU and Triton") -> str:
+    """The same as :func:`gpu_recording_text`, with the code's difference folded away under a summary line."""
+    said, printed, diff = _gpu_recording_parts(status, lacks)
+    pre = "margin:0.3em 0 0.3em 1.5em;padding:0.4em;background:#f6f6f6;white-space:pre-wrap"
+    parts = ["<div class='lab-gpu-recording' style='border-left:3px solid #888;padding-left:0.6em'>",
+             *(f"<div>{html.escape(line)}</div>" for line in said)]
+    if printed:
+        parts.append(f"<pre style='{pre}'>{html.escape(chr(10).join(printed))}</pre>")
+    if diff:
+        changed = sum(1 for line in diff if line[:1] in "+-")
+        parts.append(f"<details><summary>How the recorded code differs ({changed} changed lines; - recorded, "
+                     f"+ this kernel's)</summary><pre style='{pre}'>{html.escape(chr(10).join(diff))}</pre></details>")
+    return "".join(parts + ["</div>"])
+
+
+class _GpuRecordingView:
+    """A GPU cell's recording as IPython shows it: HTML in a notebook, the plain text elsewhere."""
+
+    def __init__(self, status: recordings.Status, lacks: str):
+        self._status, self._lacks = status, lacks
+
+    def __repr__(self) -> str:
+        return gpu_recording_text(self._status, self._lacks)
+
+    def _repr_html_(self) -> str:
+        return gpu_recording_html(self._status, self._lacks)
+
+
+def show_gpu_recording(title: str | None = None) -> None:
+    """Show the running GPU cell's recording, labelled (the ``if not GPU:`` branch of every GPU cell).
+
+    ``title`` defaults to the running cell's ``# GPU cell: <title>`` line. Bad input gets one sentence.
+    """
+    try:
+        status = recordings.cell_status(title)
+    except ValueError as error:
+        print(error)
+        return
+    view = _GpuRecordingView(status, recordings.why_no_gpu())
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:
+        get_ipython = None
+    if get_ipython is not None and get_ipython() is not None:
+        display(view)
+    else:
+        print(repr(view))
