@@ -27,7 +27,7 @@ import time
 import torch
 
 import labkit
-from labkit import _torch_internals as internals, experiments as e, widgets as w
+from labkit import _torch as internals, experiments as e, widgets as w
 
 if __package__ != "benchmarks":  # run as a script: the lab's folder, and so tools/, is not on sys.path
     raise SystemExit(f"Run it from the lab's folder as a module: python -m benchmarks.{pathlib.Path(__file__).stem}")

@@ -2,7 +2,7 @@
 
 The core (UI-free, tested against real torch), each module one job, lowest first:
 
-* :mod:`labkit._torch_internals` — the one place private torch is touched (nothing of labkit's here).
+* :mod:`labkit._torch` — the one place private torch is touched (nothing of labkit's here).
 * :mod:`labkit.describe`, :mod:`labkit.errors`, :mod:`labkit.lessons` — a value in one line; torch's
   errors as data; which notebook teaches a topic.
 * :mod:`labkit.op_names` — which names an op may take, and which labkit holds (it owns only what it made).

@@ -33,7 +33,7 @@ import warnings
 import torch
 
 from .describe import brief
-from . import _torch_internals as internals
+from . import _torch as internals
 from . import ops
 from .lessons import notebook_about
 

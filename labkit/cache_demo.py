@@ -49,7 +49,7 @@ def experiment(declare: str, policy: str, registration: str = "labkit", ready=No
     """Declare, compile once, report. ``ready``, if given, is called just before the compile (and may block)."""
     import torch
 
-    from labkit import _torch_internals as internals
+    from labkit import _torch as internals
     from labkit import cache, ops
 
     cache.set_policy(policy)

@@ -10,8 +10,8 @@ import re
 import torch
 
 from .describe import brief
-from ._torch_internals import aliasing_check_raises  # noqa: F401 - re-exported for lessons
-from ._torch_internals import argument_names
+from ._torch import aliasing_check_raises  # noqa: F401 - re-exported for lessons
+from ._torch import argument_names
 from .ops import LabOpError, live_overload
 from .compare import copy_inputs
 

@@ -15,7 +15,7 @@ import threading
 
 import torch
 
-from . import _torch_internals as internals
+from . import _torch as internals
 
 # The oldest torch on which every notebook passes, measured by tools/torch_matrix.py
 # (docs/torch-versions.md). Written here from pyproject's [tool.lab] minimum_torch so that the gate

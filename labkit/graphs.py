@@ -5,7 +5,7 @@ copied out the moment a stage hands it over: :class:`GraphSnapshot` keeps the co
 custom op it calls, directly or wrapped in ``auto_functionalized``/``with_effects``) and the input shapes.
 
 Not here: running or comparing anything (:mod:`labkit.stages`, :mod:`labkit.compare`), and private torch:
-what a node's target is, is read by :mod:`labkit._torch_internals`.
+what a node's target is, is read by :mod:`labkit._torch`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Callable
 
 import torch
 
-from . import _torch_internals as internals
+from . import _torch as internals
 
 
 @dataclasses.dataclass(frozen=True)

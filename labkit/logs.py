@@ -19,7 +19,7 @@ from typing import Iterator
 
 import torch
 
-from . import _torch_internals as internals
+from . import _torch as internals
 from . import cache
 from .env import refuse_if_compiler_unavailable
 
@@ -249,6 +249,12 @@ class DeadCodeRun:
         """What every call left in the forward graphs calls (``mylab.positives.default``, ``aten.add.Tensor``)."""
         return [str(n.target) for g in self.graphs for n in g.graph.nodes
                 if n.op == "call_function" and (n.is_impure() or not impure_only)]
+
+
+def inductor_keeps_input_mutations() -> bool:
+    """Whether Inductor asks AOTAutograd to keep a write back into a mutated input in its graph (a ``copy_`` node,
+    ``keep_inference_input_mutations=True``), as :func:`dead_code_run`'s backend does: read in this torch's code."""
+    return internals.inductor_keeps_input_mutations()
 
 
 def dead_code_run(fn, *args, fullgraph: bool = True) -> DeadCodeRun:

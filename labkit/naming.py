@@ -17,7 +17,7 @@ import dataclasses
 import torch
 
 from .describe import brief
-from . import _torch_internals as internals
+from . import _torch as internals
 from . import cache, ops
 from .env import compiler_unavailable
 

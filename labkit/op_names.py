@@ -18,7 +18,7 @@ import re
 
 import torch
 
-from . import _torch_internals as internals
+from . import _torch as internals
 from .describe import brief
 
 RESERVED_NAMESPACES = ("aten", "prim", "prims", "torch", "higher_order", "_", "c10", "quantized")
@@ -68,7 +68,7 @@ def split_qualname(op_name) -> tuple[str, str]:
 # and even when a newer registration owns the name by then. So, some time after a redefinition (when
 # the cyclic collector frees the old handle), ``torch.ops.ns.name.default`` silently becomes a new
 # object, and an identity check on the live op (``node.target is torch.ops.ns.name.default``, or
-# ``_torch_internals.is_dangling``) fails at random. labkit keeps each registration it destroyed or replaced alive
+# ``labkit._torch.is_dangling``) fails at random. labkit keeps each registration it destroyed or replaced alive
 # for the rest of the session: a few hundred bytes each, and the finalizer then never runs early.
 _DESTROYED_REGISTRATIONS: list = []
 

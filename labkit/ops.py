@@ -30,7 +30,7 @@ import keyword
 
 import torch
 
-from . import _torch_internals as internals
+from . import _torch as internals
 from .describe import brief
 from .op_names import (  # noqa: F401 - the registry's public names, re-exported: lessons reach them as labkit.ops.X
     IDENTIFIER, MAX_NAME_LENGTH, RESERVED_NAMESPACES, LabOpError, custom_op, destroy_custom_op, exists, keep_destroyed,
@@ -434,7 +434,7 @@ def register_ordered_effect(opdef) -> None:
     each call in a ``with_effects`` node that threads a token, so dead-code elimination keeps it.
 
     torch has no public spelling for it, and the private one changed between releases: the adapter
-    (``labkit._torch_internals.register_ordered_effect``) holds both.
+    (``labkit._torch.register_ordered_effect``) holds both.
     """
     internals.register_ordered_effect(opdef)
 

@@ -14,7 +14,7 @@ import sys
 import time
 import zipfile
 
-from . import _torch_internals as internals
+from . import _torch as internals
 
 
 class NoPackage(RuntimeError):
@@ -71,14 +71,45 @@ def op_calls(path: str | None) -> list[dict]:
             for node in nodes]
 
 
-def in_a_fresh_python(package: str, exported: str, timeout: float = 120) -> tuple[list[str], int]:
+def in_a_fresh_python(package: str, exported: str, op_name: str, timeout: float = 120) -> tuple[list[str], int]:
     """Run six numbered steps in a new Python process (a crash there cannot take this kernel down): load the
-    saved ExportedProgram ``exported`` and the package before ``nb11::silu`` exists; define it; load and run
-    both; redefine it with one more argument; load the package again; call the one loaded before the change.
-    Returns the lines it printed and its exit status (negative: killed by that signal)."""
-    script = internals.fresh_python_script(require(package), exported)
+    saved ExportedProgram ``exported`` and the package before ``op_name`` (the SiLU custom op they call, ``x *
+    sigmoid(x)``, added to 1 by the program) exists; define it; load and run both; redefine it with one more
+    argument; load the package again; call the one loaded before the change. Returns the lines it printed and its
+    exit status (negative: killed by that signal)."""
+    script = _FRESH_PYTHON.format(package=require(package), exported=exported, op_name=op_name)
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=timeout)
     return result.stdout.splitlines(), result.returncode
+
+
+# What in_a_fresh_python runs: numbered lines, one per step (torch's private names in a string run elsewhere).
+_FRESH_PYTHON = """
+import warnings
+import torch
+warnings.filterwarnings("ignore")
+def attempt(label, step):
+    try:
+        step()
+    except Exception as error:
+        print(label, "ERROR:", str(error).splitlines()[0], flush=True)
+attempt("1 export.load, op not registered:", lambda: torch.export.load({exported!r}))
+attempt("2 aoti_load_package, op not registered:", lambda: torch._inductor.aoti_load_package({package!r}))
+@torch.library.custom_op({op_name!r}, mutates_args=())
+def silu(x: torch.Tensor) -> torch.Tensor:
+    return x * torch.sigmoid(x)
+silu.register_fake(lambda x: torch.empty_like(x))
+x = torch.randn(2, 8)
+print("3 op defined, export.load runs:", torch.allclose(torch.export.load({exported!r}).module()(x), silu(x) + 1))
+runner = torch._inductor.aoti_load_package({package!r})
+print("4 op defined, the package runs:", torch.allclose(runner(x), silu(x) + 1), flush=True)
+@torch.library.custom_op({op_name!r}, mutates_args=())
+def silu(x: torch.Tensor, alpha: float = 1.0) -> torch.Tensor:
+    return x * torch.sigmoid(x) * alpha
+fresh = torch._inductor.aoti_load_package({package!r})
+print("5 signature changed, a package loaded now runs:", torch.allclose(fresh(x), silu(x) + 1), flush=True)
+runner(x)
+print("6 the package loaded before the change ran", flush=True)
+"""
 
 
 def registered_now(calls: list[dict]) -> dict[str, str | None]:

@@ -21,7 +21,7 @@ made), :mod:`labkit.errors` (torch's errors as data), :mod:`labkit.compare` (cop
 verdict) and :mod:`labkit.state` (what the function reaches, saved and put back). Also here: two lesson
 helpers that watch torch.compile from outside, :func:`serving` and :func:`calling_stage`.
 
-Not here: private torch (:mod:`labkit._torch_internals`), and printing (:mod:`labkit.render`).
+Not here: private torch (:mod:`labkit._torch`), and printing (:mod:`labkit.render`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from . import _torch_internals as internals
+from . import _torch as internals
 from . import cache
 from . import ops as lab_ops
 from .compare import (
@@ -366,3 +366,14 @@ def calling_stage(x) -> str:
     if not internals.is_fake_tensor(x):
         return "run"
     return internals.compile_stage_on_stack(sys._getframe(1))
+
+
+def is_fake_tensor(x) -> bool:
+    """Whether ``x`` is one of the fake tensors torch.compile traces with: a shape, a dtype, a device, no data."""
+    return internals.is_fake_tensor(x)
+
+
+def fake_fallback_namespaces() -> tuple[str, ...]:
+    """The op namespaces whose ops torch runs on zero-filled real tensors while tracing when they have no fake
+    kernel (torch's own list, read from this torch): an op of another namespace needs its fake kernel."""
+    return internals.fake_fallback_namespaces()

@@ -96,7 +96,7 @@ labkit.pictures.calls_by_stage(calls, "nb01::peek")
 # %% tags=["check"]
 #@title Check: fake calls get fake tensors from Dynamo (1), AOTAutograd (2), Inductor (2); the kernel only real data
 stages = [stage for who, stage, x in calls]
-assert all(labkit._torch_internals.is_fake_tensor(x) for who, _, x in calls if who == "fake"), \
+assert all(labkit.stages.is_fake_tensor(x) for who, _, x in calls if who == "fake"), \
     "the fake kernel is only ever called with fake tensors"
 assert [who for who, _, _ in calls] == ["kernel"] + ["fake"] * 5 + ["kernel"], \
     "five fake calls, then the compiled code runs the kernel once"
@@ -161,7 +161,7 @@ for namespace, seen in kernel_saw.items():
 
 # %% tags=["check"]
 #@title Check: in vision the kernel runs on zeros while tracing; in our namespace it never does
-fallback = labkit._torch_internals.fake_fallback_namespaces()
+fallback = labkit.stages.fake_fallback_namespaces()
 for namespace in ("aten", "prims", "vision", "torchaudio"):
     assert namespace in fallback, f"{namespace} is on torch's fake-tensor fallback list"
 assert "nb01lib" not in fallback, "our namespace is not on it"

@@ -160,8 +160,7 @@ labkit.pictures.what_keeps_alive(runs)
 
 # %% tags=["check"]
 #@title Check: the copy_ into x, the effect's token and has_side_effect keep their op; the rest is erased
-from labkit import _torch_internals
-assert _torch_internals.inductor_keeps_input_mutations(), "Inductor compiles with keep_inference_input_mutations=True"
+assert labkit.logs.inductor_keeps_input_mutations(), "Inductor compiles with keep_inference_input_mutations=True"
 seen = {name: dict(kernel_ran=kernel_ran[name], erased=r.erased, nodes=r.nodes, outputs=r.outputs)
         for name, r in runs.items()}
 assert seen["mutates_an_input"]["kernel_ran"], "a mutated input: the kernel runs"

@@ -276,7 +276,7 @@ torch.testing.assert_close(restored, Block()(x))
 # %%
 saved = os.path.join(workdir.name, "block_ep.pt2")
 torch.export.save(ep, saved)
-lines, exit_status = labkit.packages.in_a_fresh_python(package, saved)
+lines, exit_status = labkit.packages.in_a_fresh_python(package, saved, "nb11::silu")
 print("\n".join(line[:140] for line in lines), f"\nkilled by a signal: {exit_status < 0}")
 
 # %% tags=["check"]

@@ -27,7 +27,7 @@ import matplotlib  # noqa: E402
 matplotlib.use("Agg")
 
 import labkit  # noqa: E402
-from labkit import _torch_internals as internals  # noqa: E402
+from labkit import _torch as internals  # noqa: E402
 from op_namespaces import TEST_NAMESPACES  # noqa: E402 - it reads torch's namespaces now, before any test file
 from repo import ROOT  # noqa: E402
 

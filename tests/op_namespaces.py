@@ -5,7 +5,7 @@ no test's parameters depend on which files were collected before it (they define
 torch registers more of its own).
 """
 
-from labkit import _torch_internals as internals
+from labkit import _torch as internals
 
 TEST_NAMESPACES = ("t", "t_naming", "t_adv", "mine")
 

@@ -366,7 +366,7 @@ def regions(project: dict, checked: list[str], root: pathlib.Path = ROOT) -> dic
         "INSTRUCTORS.md": [("timings", "md", instructors_timings(nbs, learner)),
                            ("agendas", "md", agendas(root, lab, learner)),
                            ("gpu-room", "md", ["", *gpu_runs.room(root), ""])],
-        "labkit/_torch_internals.py": [("checked-on", "py", [f"CHECKED_ON = ({quoted})"])],
+        "labkit/_torch/__init__.py": [("checked-on", "py", [f"CHECKED_ON = ({quoted})"])],
         "labkit/env.py": [("minimum-torch", "py", [f"MINIMUM_TORCH = {minimum!r}"])],
         "labkit/lessons.py": [("lessons", "py", lessons(nbs))],
         "requirements.txt": [("torch-floor", "py", [f"torch>={lab['minimum_torch']}"])],

@@ -49,298 +49,12 @@ RESULTS = ROOT / "docs" / "torch-versions.json"
 TABLE = ROOT / "docs" / "torch-versions.md"
 COLAB = {"python": "/root/.pyenv/versions/3.13.0/bin/python3", "torch": "2.11.0", "ipywidgets": "7.7.1"}
 
-# Findings the table's columns stand for, written under it.
-NOTES = """
-## What the behaviour columns mean, and what was found
-
-- **compile on a thread, then on the main thread**: an Inductor compile on a background thread
-  (joined), then any compile on the main thread, in a fresh process with an empty Inductor cache.
-  Where it says *crash (exit -11)*, the process segfaults in `FakeTensorMode.__enter__`, inside
-  `torch._C._ensureCUDADeviceGuardSet()`. Root cause (c10/core/impl/DeviceGuardImplInterface.cpp):
-  when CUDA has no usable device (a CUDA build on a CPU-only machine), that function stores into
-  the *process-wide* device-guard registry a pointer to a no-op guard owned by a **thread_local**
-  `unique_ptr`. When the thread that first entered fake mode exits, its thread-locals are
-  destroyed and the registry keeps a dangling pointer; the next fake-mode entry on any thread calls
-  `p->deviceCount()` through it. This is why labkit (since the fix for issue 12) compiles only on the
-  kernel's main thread, on every torch: its old background warm-up thread was exactly that first
-  thread, and killed notebooks 00, 02, 03 and 04 on torch 2.11.
-- **Where the probes run**: from an empty working folder, never from the Inductor cache directory. Until
-  2026-12-02 they ran from the cache directory, whose hash-named subfolders Python imports as packages: a
-  folder `z3` there shadowed the z3 solver, and rows showed *crash (exit 1)* and *other* at random. The rows
-  of that day were probed again in their environments (`--probes-only`; the JSON's `probed`).
-- **#198031 reproduces**: `reverse_into(src, dst)` (mutates `dst`, reads `src` element by element) called as
-  `y = x.clone(); reverse_into(y, x)` under `torch.compile`: Inductor removes the clone and calls the op with one
-  buffer twice, so the compiled result differs from eager (notebook 03 §4). 2.15.0 keeps a clone of a graph input
-  the graph writes (`remove_noop_ops`' "keep a real copy of a storage that is mutated in this graph"), which fixes
-  this program; the reinplacing fix proposed for the issue (PR #198260) is not in any release measured here.
-  2.15.0 fixed the clone of a graph input only: with `x` computed inside the compiled function (`inp * 2`) and the
-  program returning `x`, Inductor is still wrong there (notebook 03 §4; see its section below). What the program
-  does with `x` afterwards matters: returning `x * 1.0` from such an intermediate kept two buffers and was right
-  on 2.13.0.
-  **src declared too: y right**: with `mutates_args=("src", "dst")` the program above is right on every release,
-  but a program that also returns `y * 1.0` gets `y` wrong on 2.14.1 (Inductor swaps the roles of the clone and
-  `x`); a kernel that copies `src` when it shares storage with `dst` is right everywhere.
-- **clone as other written arg: wrong**: an op that declares and writes both `a` and `b`, called as
-  `s = x.clone(); op(s, x); return s.clone()`, returns `b`'s result (2x) in the clone's place under Inductor
-  (bitsandbytes' `optimizer_update_32bit` meets it; docs/audit-vs-opcheck.md).
-- **Tag.out buffer reused: wrong**: a `Tag.out` op in a program returning `x.clone(), out.clone()` leaves `out`
-  holding `x`: Inductor reuses the op's buffer for the clone while the op's result still aliases it (notebook 09 §5).
-- **#187319 reproduces**: two processes share the default compile cache; the second declares the
-  op's mutation and still gets the first process's artifact (which drops the mutation).
-- **mutation lowers to**: what AOTAutograd wraps a custom op that declares `mutates_args` in.
-- **seeded op, result unused, removed by Inductor**: a `nondeterministic_seeded` custom op whose
-  result is unused is dead-code eliminated (notebook 05 asserts it).
-- **Tag.inplace exists**: `torch.Tag.inplace` (notebook 02 branches on it).
-- **Notebook 02 across releases**: `torch.Tag.inplace` (§5) exists from 2.13 on. On 2.11 and 2.12 the §5 cell
-  says the tag is missing and skips, and its check asserts that the tag is absent; on 2.13 and later it asserts
-  the tagged op's schema `(Tensor(a0!) x) -> Tensor(a0!)`, compiled == eager, and torch's refusal of the tag on
-  an op that writes its second argument. Every other claim of 02 (the undeclared write in `read_then_bump`:
-  eager 8, compiled 10, the op launched before the fused kernel) was asserted unchanged on every row above
-  dated 2026-12-06 (2.11.0 to 2.15.0 and the Colab stack).
-  §4, `mutates_args="unknown"` on `update(x, stats)` (writes `stats`) called as `x = stats.clone(); update(x,
-  stats); return x, stats * 1` under Inductor: `x` comes back holding `stats`' new values on 2.11.0, 2.12.1,
-  2.13.0 and 2.14.1 (and the Colab stack); right on 2.15.0, with `stats` an input (and with it computed inside,
-  `inp * 2`, measured for 41cf2eb); the truthful `("stats",)` is right on all five (the *'unknown' + clone*
-  probe, and notebook 02 in the rows of 2026-12-06).
-- **Notebook 04 across releases**: no claim differs on 2.11.0 to 2.15.0 or the Colab stack (the rows of 2026-12-06):
-  the stale artifact after a changed `mutates_args` (#187319) comes back in one process and across two, and
-  the fixed fake kernel of §4 still gets the buggy one's artifact (#160472). Both checks fail with "torch may
-  have fixed …" the day a release changes that.
-- **Why the minimum is 2.11, not 2.10**: on 2.10.0, notebook 03's lesson on the runtime aliasing
-  check fails: `torch._functorch.config.error_on_custom_op_aliasing`, which the lesson sets and
-  asserts, does not exist there. On 2.9, `import labkit` also lacked
-  `torch._library.utils.is_impure`; the gate now names the minimum instead.
-
-## Notebook 10: beyond the shape
-
-What notebook 10's check cells assert per release (each side asserted; CPU builds and CUDA builds on a CPU):
-
-- **`opcheck` and wrong CPU strides**: from 2.13.0 `test_faketensor` compares the strides of CPU outputs
-  (pytorch PR #183002) and fails a fake that promises column-major for a contiguous result; on 2.11.0 and 2.12.1
-  it passes it (it compared strides on CUDA only).
-- **A fake with the wrong dtype, under Inductor**: on 2.11.0 to 2.13.0 no error; where Inductor's own code
-  reads the op's buffer (a sum) the result is wrong (float32 bytes read as bfloat16), and the op's output
-  returned as is has the right values (seen on 2.11.0, 2.12.1 and 2.13.0). From 2.14.1 the generated code checks
-  the dtype after the call and raises `expected dtype torch.bfloat16 but got torch.float32`, in both programs.
-- The same on every release measured (2.11.0 to 2.15.0, the rows of 2026-12-06): a `Library.define` op with no autograd
-  formula gives `x.grad = 2` eagerly and `None` under `aot_eager`, with a warning only, where `custom_op`
-  raises; `custom_op` adds `pt2_compliant_tag`; a `custom_op` schema `(Tensor(a) x) -> Tensor(a)` is accepted
-  and runs eagerly, and `torch.compile` refuses it; under CPU autocast a custom op's kernel sees autocast on
-  (bf16 `a @ b`) eagerly and with `backend="eager"`, off with `aot_eager` and `inductor`; `register_autocast`
-  leaves float64 inputs alone and raises `Custom ops do not support kwargs yet` on a call that passes a
-  keyword argument; the default layout constraint is `needs_exact_strides`.
-- **Found, not in the notebook**: `register_autocast` called after the op was compiled under autocast is not
-  seen by a later Inductor compile of the same function, even after `torch.compiler.reset()`: the compile cache
-  hands back the float32 artifact (2.11.0, 2.13.0, 2.15.0; with `TORCHINDUCTOR_FX_GRAPH_CACHE=0
-  TORCHINDUCTOR_AUTOGRAD_CACHE=0` the new compile casts). labkit's cache tag does not cover it either; notebook 10
-  registers autocast on a fresh op, before its first compile.
-
-## Notebook 11: export, AOTInductor and the profiler
-
-What notebook 11's check cells assert per release:
-
-- **The profiler and the `custom_op` object**: on 2.11.0 to 2.13.0, calling the object `swish(x)` records an
-  event `nb11::swish` with the kernel's aten ops beneath it, as `torch.ops.nb11.swish(x)` does; from 2.14.1 the
-  object's call records only the aten ops (no parent). Compiled with Inductor, up to 2.13.0 the op is an event
-  beneath `## Call CompiledFxGraph … ##`; from 2.14.1 its aten ops sit right beneath the graph's call.
-  `torch.ops.ns.name(...)`, an AOTInductor package's call and `torch.profiler.record_function` inside the
-  kernel name the op on every release measured.
-- **A package loaded where its Python op is not registered**: `Could not find schema for nb11::silu.` on every
-  release; from 2.13.0 the message goes on to say that a `custom_op` cannot run via AOTI without Python.
-- The same on 2.11.0, 2.13.0 and 2.15.0: a mutating op that returns nothing exports without a registered fake
-  kernel; after `run_decompositions()` a mutating op is wrapped in `auto_functionalized_v2` and an op with an
-  ordered effect in `with_effects`, with a `TOKEN` input and output; `torch.export.load` of a saved program
-  raises (`We ran into an error when deserializing the saved file`) until its custom ops are registered; a
-  package loaded before its op's signature changed crashed the process at its next call (signal 11).
-
-## Notebook 01: what each stage hands an op, and the fake-tensor fallback
-
-Checked by notebook 01's check cells under `pytest --nbval-lax` on 2.11.0 to 2.15.0 and the Colab stack (the
-rows of 2026-12-06), and strict nbval on 2.13.0 (`./lab test`): no release differs.
-
-- One Inductor compile of `peek(x) + 1` calls the op's fake kernel 5 times, always with fake tensors: Dynamo
-  once, AOTAutograd twice, Inductor twice (`labkit.stages.calling_stage` reads the stage from the call stack);
-  the kernel itself runs only on real data, eagerly and compiled.
-- A `custom_op` without a fake kernel never has its body run while tracing: compiling stops with "There was no
-  fake impl registered". An op defined with `torch.library.Library` (`define` + `impl`, no fake kernel) in a
-  namespace on fake tensors' fallback list (on 2.13.0: `aten`, `debugprims`, `prims`, `quantized`,
-  `torchaudio`, `torchtext`, `vision`, `xla`) has its *real* kernel run while tracing, on zero-filled inputs
-  (3 calls under `aot_eager`). Off the list (`nb01lib`), `fullgraph=False` breaks the graph at it (the kernel
-  runs eagerly, on real data) and `fullgraph=True` refuses to compile.
-
-## Notebook 06: where a data-dependent op breaks the graph
-
-Checked the same way, on the same releases: no release differs.
-
-- An op whose fake kernel calls `torch.library.get_ctx().new_dynamic_size()`, returning a tensor
-  (`positives`) or an `int` (`count_positives`): with default settings and `fullgraph=False`, one graph break
-  at the op (`torch._dynamo.explain`: "output shape depends on input Tensor data"), and its kernel runs
-  eagerly. `torch._dynamo.config.capture_dynamic_output_shape_ops=True` captures both in one graph (with an
-  `_assert_scalar` on the size); `capture_scalar_outputs=True` alone does **not** capture the `-> int` op;
-  `fullgraph=True` captures it.
-
-## Notebook 03: the clone that vanishes
-
-What notebook 03's §4 check cells assert per release (the *#198031 reproduces* column above is the same probe):
-
-- `y = x.clone(); reverse_into(y, x); return x` compiled with Inductor, `x` an input of the compiled function: on
-  2.11.0 to 2.14.1 the generated code calls the op with one buffer as both arguments and the result differs from
-  eager; on 2.15.0 the clone is kept and compiled agrees with eager. With `x` computed inside it (`inp * 2`), the
-  result differs on every release measured (2.11.0, 2.13.0, 2.14.1, 2.15.0: `--notebooks 03`, 2026-12-06). Each
-  side is asserted, so a release that changes one fails the check cell, naming the lesson to update.
-  `labkit.audit` makes both calls and says which went wrong: on 2.15.0 it reports the op for the computed `x`
-  and says the call with an input `x` was right.
-- §3, an op tagged `Tag.inplace` whose body is `x.add_(1); return x`, then `* 2` on its result, compiled with
-  Inductor: right on a whole tensor; on `x[1:]` cut inside the compiled function, the product lands in `x` (the
-  returned values are right) on 2.13.0, 2.14.1 and 2.15.0 (`--notebooks 03`, 2026-12-06); the check cell asserts
-  it wherever the tag exists, and on 2.13 also the cause in the generated code (the op's returned buffer reused
-  for the `* 2`). Before 2.13 there is no tag.
-
-## Notebook 08: a backward formula that calls the op
-
-What notebook 08's Exercise 2 asserts per release: in one compiled (`aot_eager`) training step whose backward
-formula calls the pure op again, AOTAutograd's common-subexpression elimination merges the two calls on the same
-input into one kernel run on 2.11.0 to 2.13.0; on 2.14.1 and 2.15.0 the compiled step runs the kernel twice, as
-eager does. With `torch._functorch.config.patch(cse=False)` it runs twice everywhere.
-"""
+# The findings under the table are written by hand in docs/torch-versions.md, from this heading on; the table
+# above it is rewritten from docs/torch-versions.json.
+FINDINGS_HEADING = "## What the behaviour columns mean, and what was found"
 
 # Run by the row's own Python: each behaviour a lesson depends on, as torch shows it there.
-PROBE = r'''
-import json, os, subprocess, sys, tempfile
-import torch
-found = {}
-def probe(name):
-    def record(fn):
-        try:
-            found[name] = fn()
-        except Exception as error:
-            found[name] = f"error: {type(error).__name__}" + (
-                "" if isinstance(error, subprocess.TimeoutExpired) else f": {str(error).splitlines()[0][:80]}")
-    return record
-
-@probe("Tag.inplace exists")
-def _():
-    return hasattr(torch.Tag, "inplace")
-
-@probe("mutation lowers to")
-def _():
-    import labkit
-    op = labkit.declare(name="matrix::bump", writes=("x",), mutates_args=("x",), returns="none")
-    report = labkit.compile_and_compare(lambda x: (op(x), x * 2)[1], torch.ones(4), backend="aot_eager")
-    text = "\n".join(str(g.code) if hasattr(g, "code") else str(g) for g in report.aot_graphs)
-    return "auto_functionalized_v2" if "auto_functionalized_v2" in text else (
-        "auto_functionalized" if "auto_functionalized" in text else "other")
-
-@probe("seeded op, result unused, removed by Inductor")
-def _():
-    import labkit
-    op = labkit.declare(name="matrix::seeded", returns="fresh", tags=("nondeterministic_seeded",))
-    report = labkit.compile_and_compare(lambda x: (op(x), x + 1)[1], torch.ones(4), backend="inductor")
-    return not report.fate("matrix::seeded")["ran"]
-
-@probe("#187319 reproduces (stale artifact from the default cache)")
-def _():
-    from labkit import cache_demo
-    where = tempfile.mkdtemp(prefix="matrix-cache-")
-    cache_demo.run_in_subprocess("pure", "default", where)
-    fixed = cache_demo.run_in_subprocess("mutating", "default", where)
-    return fixed["x_after"] != [1.0] * 4
-
-def _reverse_into(name, mutates):
-    def kernel(src: torch.Tensor, dst: torch.Tensor) -> None:
-        n = src.shape[0]
-        for k in range(n):
-            dst[n - 1 - k] = src[k]
-    return torch.library.custom_op(f"matrix::{name}", kernel, mutates_args=mutates)
-
-def _clone_then_op(op, reads_clone):
-    def f(x):
-        y = x.clone()
-        op(y, x)
-        return (y * 1.0, x * 1.0) if reads_clone else x * 1.0
-    eager = f(torch.arange(8.0))
-    torch.compiler.reset()
-    compiled = torch.compile(f)(torch.arange(8.0))
-    pairs = zip(eager, compiled) if reads_clone else [(eager, compiled)]
-    return all(torch.equal(a, b) for a, b in pairs)
-
-@probe("#198031 reproduces (y = x.clone(); op(y, x) compiled as op(x, x))")
-def _():
-    return not _clone_then_op(_reverse_into("reverse_dst", ("dst",)), reads_clone=False)
-
-@probe("#198031: src declared too, y read afterwards, right")
-def _():
-    return _clone_then_op(_reverse_into("reverse_both", ("src", "dst")), reads_clone=True)
-
-@probe("a clone passed as another written argument gets its result")
-def _():
-    def kernel(a: torch.Tensor, b: torch.Tensor) -> None:
-        a.mul_(0.5).add_(1.0)
-        b.mul_(2.0)
-    op = torch.library.custom_op("matrix::two_states", kernel, mutates_args=("a", "b"))
-    op.register_fake(lambda a, b: None)
-    def f(x):
-        s = x.clone()
-        op(s, x)
-        return s.clone()
-    torch.compiler.reset()
-    compiled = torch.compile(f, backend="inductor")(torch.arange(4.0))
-    return torch.equal(compiled, torch.arange(4.0) * 2)
-
-@probe("Tag.out: returning x.clone() and out.clone() leaves out holding x")
-def _():
-    if not hasattr(torch.Tag, "out"):
-        return "no Tag.out"
-    def kernel(x: torch.Tensor, *, out: torch.Tensor) -> torch.Tensor:
-        torch.mul(x, 2, out=out)
-        return out
-    op = torch.library.custom_op("matrix::scale_out", kernel, mutates_args={"out"}, tags=(torch.Tag.out,))
-    def f(x, out):
-        op(x, out=out)
-        return x.clone(), out.clone()
-    x, out = torch.arange(1.0, 4.0), torch.zeros(3)
-    torch.compiler.reset()
-    torch.compile(f, backend="inductor")(x, out)
-    return torch.equal(out, x)
-
-@probe("mutates_args='unknown', a clone of the written argument as the other: x wrong")
-def _():
-    import labkit
-    update = labkit.declare(name="matrix::update_unknown", args=("x", "stats"), writes=("stats",),
-                            mutates_args="unknown", returns="none")
-    def f(stats):
-        x = stats.clone()
-        update(x, stats)
-        return x, stats * 1
-    torch.compiler.reset()
-    x, _ = torch.compile(f, backend="inductor")(torch.arange(4.0))
-    return x.tolist() != [0.0, 1.0, 2.0, 3.0]
-
-@probe("Tag.inplace op on a slice cut inside the compiled function: x written wrongly")
-def _():
-    if not hasattr(torch.Tag, "inplace"):
-        return "no Tag.inplace"
-    def kernel(x: torch.Tensor) -> torch.Tensor:
-        x.add_(1)
-        return x
-    op = torch.library.custom_op("matrix::seed_tagged", kernel, mutates_args={"x"}, tags=(torch.Tag.inplace,))
-    x = torch.ones(3)
-    torch.compiler.reset()
-    torch.compile(lambda x: op(x[1:]) * 2, backend="inductor")(x)
-    return x.tolist() != [1.0, 2.0, 2.0]
-
-@probe("compile on a thread, then on the main thread")
-def _():
-    code = ("import threading, torch\n"
-            "t = threading.Thread(target=lambda: torch.compile(lambda x: x.sin() + 1)(torch.ones(4)))\n"
-            "t.start(); t.join()\n"
-            "torch.compile(lambda x: x.cos() * 2)(torch.ones(4))\n")
-    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=tempfile.mkdtemp(prefix="matrix-cache-"))
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, timeout=600)
-    return "ok" if done.returncode == 0 else f"crash (exit {done.returncode})"
-
-print("PROBE " + json.dumps(found))
-'''
+PROBE = ROOT / "tools" / "torch_matrix_probe.py"
 
 
 def sh(command: list[str], log, **kwargs) -> int:
@@ -417,7 +131,7 @@ def cold_dirs():
 
 
 def run_probe(venv_python: str, env: dict[str, str], work_dir: str, log) -> dict:
-    probe = subprocess.run([venv_python, "-c", PROBE], capture_output=True, text=True, env=env, cwd=work_dir)
+    probe = subprocess.run([venv_python, str(PROBE)], capture_output=True, text=True, env=env, cwd=work_dir)
     log.write(probe.stdout + probe.stderr)
     line = next((ln for ln in probe.stdout.splitlines() if ln.startswith("PROBE ")), None)
     return json.loads(line[6:]) if line else {"probe": f"crashed (exit {probe.returncode})"}
@@ -618,8 +332,9 @@ def write_table(rows: list[dict]) -> None:
     lines = [
         "# torch versions the lab runs on",
         "",
-        "Measured by `python tools/torch_matrix.py` (do not edit by hand: it rewrites this file from",
-        "`docs/torch-versions.json`). Each row: a fresh virtual environment with that torch from PyPI",
+        "Measured by `python tools/torch_matrix.py` (do not edit the table by hand: it rewrites it from",
+        "`docs/torch-versions.json`; the findings below it are written by hand, and kept).",
+        "Each row: a fresh virtual environment with that torch from PyPI",
         "(CUDA builds, run on a CPU-only machine, except 2.13.0+cpu), every notebook under",
         "`pytest --nbval-lax` from an empty Inductor cache, then a probe of the behaviours the lessons",
         "depend on. The *Colab stack* row is Python 3.13 + ipywidgets 7.7.1 + labkit installed with",
@@ -642,8 +357,17 @@ def write_table(rows: list[dict]) -> None:
         lines.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
     passing = checked_on(rows)
     lines += ["", f"Every notebook passes on: {', '.join(passing) or 'none'}; the oldest of these is the lab's",
-              "minimum (`labkit.env.MINIMUM_TORCH`, pyproject's `[tool.lab] minimum_torch`).", NOTES]
+              "minimum (`labkit.env.MINIMUM_TORCH`, pyproject's `[tool.lab] minimum_torch`).", "", findings()]
     TABLE.write_text("\n".join(lines))
+
+
+def findings() -> str:
+    """What docs/torch-versions.md holds from :data:`FINDINGS_HEADING` on: the findings, written by hand, kept."""
+    text = TABLE.read_text() if TABLE.is_file() else ""
+    if FINDINGS_HEADING not in text:
+        raise SystemExit(f"{TABLE} has no line {FINDINGS_HEADING!r}: the findings under the table start there "
+                         "(restore it from git) and are kept when the table is rewritten")
+    return text[text.index(FINDINGS_HEADING):]
 
 
 def checked_on(rows: list[dict], notebooks: list[str] | None = None) -> list[str]:

@@ -31,7 +31,7 @@ inputs and the programs around it), the checks by subject (:mod:`.declaration`, 
 :mod:`.runner` (:func:`audit`). This file gathers the public names.
 
 Not here: running and comparing the compiled programs (:mod:`labkit.stages`), private torch
-(:mod:`labkit._torch_internals`), HTML (:func:`labkit.render.audit_html` draws a report) and printing: a report
+(:mod:`labkit._torch`), HTML (:func:`labkit.render.audit_html` draws a report) and printing: a report
 is data, with its one-paragraph text, for whoever shows it.
 """
 from .advice import ABOVE_FIRST, TAGGED_RETURN

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from .. import _torch_internals as internals
+from .. import _torch as internals
 
 
 ABOVE_FIRST = "fix the findings above first; then "   # dropped from the first finding, which has none above

@@ -13,7 +13,7 @@ from typing import Callable
 
 import torch
 
-from .. import _torch_internals as internals
+from .. import _torch as internals
 from ..describe import brief
 from ..compare import copy_inputs
 

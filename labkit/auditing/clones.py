@@ -10,7 +10,7 @@ import re
 
 import torch
 
-from .. import _torch_internals as internals
+from .. import _torch as internals
 from ..findings import Finding
 from ..stages import compile_and_compare
 from .calls import Call, _signature, _with_distinct

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from .. import _torch_internals as internals
+from .. import _torch as internals
 from ..cache import TORCH_OP_NAMESPACES
 from ..findings import Finding
 from ..stages import compile_and_compare

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from .. import _torch_internals as internals
+from .. import _torch as internals
 from ..compare import copy_inputs
 from ..errors import as_torch_error
 from ..findings import Finding

@@ -12,7 +12,7 @@ import logging
 import re
 import time
 
-from .. import _torch_internals as internals
+from .. import _torch as internals
 from .. import ops
 from ..env import compiler_unavailable
 from ..logs import torch_loggers

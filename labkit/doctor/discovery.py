@@ -5,7 +5,7 @@ op of a namespace asked for (C++ ops): :func:`discover`. Also how an op object o
 cannot be examined at all.
 
 Not here: the ops' inputs (:mod:`labkit.doctor.samples`), examining them (:mod:`labkit.doctor.examining`), and
-private torch (the dispatcher is read through :mod:`labkit._torch_internals`).
+private torch (the dispatcher is read through :mod:`labkit._torch`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import sys
 import traceback
 from typing import Any, Iterable
 
-from .. import _torch_internals as internals
+from .. import _torch as internals
 from .. import ops
 from ..cache import TORCH_OP_NAMESPACES
 from ..describe import brief

@@ -15,7 +15,7 @@ import dataclasses
 import time
 import traceback
 
-from .. import _torch_internals as internals
+from .. import _torch as internals
 from .. import auditing, cache
 from .discovery import Target
 from .report import FAIL, PASS, SKIP, Finding, OpResult

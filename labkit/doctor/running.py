@@ -19,7 +19,7 @@ import threading
 import time
 from typing import Callable, Iterable
 
-from .. import _torch_internals as internals
+from .. import _torch as internals
 from .. import cache, env, ops, warmup
 from ..describe import brief
 from . import formats

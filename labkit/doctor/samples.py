@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from .. import _torch_internals as internals
+from .. import _torch as internals
 from .. import auditing
 from ..compare import copy_inputs
 from ..describe import brief

@@ -44,15 +44,35 @@ def test_preflight_passes_here_and_runs_a_notebooks_first_cells_in_a_fresh_kerne
     assert "✔ a fresh kernel runs labkit.setup() and its first Inductor compile" in out
 
 
-def _python_without_torch() -> str | None:
-    """A Python on this machine that has no torch (the system one, on CI's machine), or None."""
-    import shutil
+# Prints which it is; a broken shim (pyenv's, with no version selected) prints neither and exits non-zero.
+_HAS_TORCH = "try:\n    import torch\nexcept ModuleNotFoundError:\n    print('no torch')\nelse:\n    print('torch')"
 
+
+def _python_without_torch() -> str | None:
+    """A working Python on this machine that has no torch (the system one, on CI's machine), or None. A ``python3``
+    that runs no Python at all (a maintainer's broken pyenv shim first on PATH) is passed over, not taken for one
+    without torch."""
     for name in ("python3", "python3.11", "python3.12", "python3.10"):
         path = shutil.which(name)
-        if path and subprocess.run([path, "-c", "import torch"], capture_output=True).returncode != 0:
+        if not path:
+            continue
+        said = subprocess.run([path, "-c", _HAS_TORCH], capture_output=True, text=True, timeout=60)
+        if said.returncode == 0 and said.stdout.strip() == "no torch":
             return path
     return None
+
+
+def test_a_broken_python3_first_on_path_is_not_taken_for_a_python_without_torch(tmp_path, monkeypatch):
+    """Issue 77: four tests below ran a maintainer's broken pyenv shim as "a Python without torch" and failed."""
+    shim = tmp_path / "python3"
+    shim.write_text("#!/bin/sh\necho 'pyenv: python3: command not found' >&2\nexit 127\n")
+    shim.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    assert shutil.which("python3") == str(shim), "the shim is first on PATH"
+    found = _python_without_torch()
+    assert found != str(shim)
+    if found is not None:   # what it found runs, and has no torch
+        assert subprocess.run([found, "-c", _HAS_TORCH], capture_output=True, text=True).stdout.strip() == "no torch"
 
 
 @pytest.mark.skipif(_python_without_torch() is None, reason="every Python here has torch")

@@ -620,7 +620,7 @@ def test_the_snapshot_already_holds_the_ops_torchs_compiler_registers_when_first
     so a project whose import pulls in torch's compiler is not credited with torch's ops. In a fresh Python."""
     from fresh_python import run_python
 
-    code = ("import labkit, sys; from labkit import doctor, _torch_internals as internals\n"
+    code = ("import labkit, sys; from labkit import doctor, _torch as internals\n"
             "assert 'torch._inductor.compile_fx' not in sys.modules, 'labkit alone does not import the compiler'\n"
             "before = doctor.op_snapshot()\n"
             "import torch._dynamo, torch._inductor.compile_fx\n"

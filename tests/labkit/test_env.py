@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import labkit
-from labkit import _torch_internals as internals
+from labkit import _torch as internals
 from labkit import env
 from labkit.env import TorchTooOld, check_torch, torch_version
 from repo import ROOT

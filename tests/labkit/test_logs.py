@@ -136,7 +136,7 @@ def test_a_child_told_the_vector_instructions_picks_what_its_own_check_would():
             "print(json.dumps([str(isa), isa.build_arch_flags()]))")
     parent = f"""
 import json, labkit
-from labkit import _torch_internals as internals
+from labkit import _torch as internals
 from torch._inductor import cpu_vec_isa
 before = internals.vec_isa_settled_env()
 {pick}
@@ -168,10 +168,12 @@ def test_nothing_is_handed_over_when_a_claimed_set_failed_or_the_setting_is_the_
     from torch._inductor import config as inductor_config
     from torch._inductor import cpu_vec_isa
 
-    from labkit import _torch_internals as internals
+    from labkit import _torch as internals
 
     monkeypatch.delenv("TORCHINDUCTOR_VEC_ISA_OK", raising=False)
-    monkeypatch.setattr(internals.platform, "machine", lambda: "x86_64")
+    from labkit._torch import config as torch_config
+
+    monkeypatch.setattr(torch_config.platform, "machine", lambda: "x86_64")
     monkeypatch.setattr(cpu_vec_isa, "x86_isa_checker", lambda: ["avx2", "avx512"])
     claimed = [isa for isa in cpu_vec_isa.supported_vec_isa_list if str(isa) in ("avx2", "avx512")]
     for kept, expected in ((claimed, {"TORCHINDUCTOR_VEC_ISA_OK": "1"}), (claimed[-1:], {})):

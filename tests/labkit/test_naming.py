@@ -4,7 +4,7 @@ it refuses, in one sentence."""
 import pytest
 
 from fresh_python import USERS_OWN_OP, assert_survived, one_sentence, run_python
-from labkit import _torch_internals as internals
+from labkit import _torch as internals
 from labkit import cache, naming
 from labkit.experiments import naming_story
 from labkit.widgets import NamingLab
@@ -39,7 +39,7 @@ def test_the_reverse_order_is_stale_but_right_by_luck():
 def test_the_experiment_frees_its_names_and_restores_the_policy():
     naming.run("one shared name", PURE_FIRST, "disabled", namespace="t_naming")
     assert cache.policy() == "fingerprinted"
-    from labkit import _torch_internals as internals
+    from labkit import _torch as internals
     assert not [n for n in internals.custom_op_qualnames() if n.startswith("t_naming::")]
 
 

@@ -7,7 +7,7 @@ import torch
 
 import labkit
 from fresh_python import USERS_OWN_OP, assert_survived, one_sentence, run_python
-from labkit import _torch_internals as internals
+from labkit import _torch as internals
 from labkit import OpSpec, declare, drop, scoped
 from labkit.ops import LabOpError, StaleOpError, call_counts, name_problem
 from op_namespaces import TORCH_NAMESPACES
@@ -178,7 +178,7 @@ def test_torch_source_declares_the_same_op_in_plain_torch(source_spec):
     out_lab, out_plain = op(*x), scope["src_plain"](*y)
     assert [a.tolist() for a in x] == [a.tolist() for a in y]
     assert (out_lab is None) == (out_plain is None)
-    from labkit import _torch_internals as internals
+    from labkit import _torch as internals
     assert internals.is_impure(plain) == op.bare_call_is_impure
     assert internals.has_fake_impl("t::src_plain") == internals.has_fake_impl("t::src")
 

@@ -16,7 +16,7 @@ import torch
 
 import labkit
 from labkit import compile_and_compare, declare, ops, stages
-from labkit import _torch_internals as internals
+from labkit import _torch as internals
 from labkit.stages import split_qualname
 from torch.autograd.gradcheck import GradcheckError
 

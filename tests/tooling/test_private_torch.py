@@ -1,6 +1,6 @@
-"""Private torch APIs are touched only in ``labkit/_torch_internals.py``.
+"""Private torch APIs are touched only in ``labkit/_torch/``, the adapter (a package by subject).
 
-When torch moves one of them, only that file must change, and ``CHECKED_ON`` there says which
+When torch moves one of them, only that folder must change, and ``CHECKED_ON`` there says which
 releases it was read against. This test reads every other labkit module and fails, naming the
 file and line, on any private torch name outside that fence.
 
@@ -17,7 +17,7 @@ import pytest
 from repo import ROOT
 
 LABKIT = ROOT / "labkit"
-FENCE = "_torch_internals.py"
+FENCE = "_torch"
 
 PRIVATE = re.compile(
     r"\._schema\b|\._opoverload\b|\._qualified_op_name\b"
@@ -28,8 +28,8 @@ PRIVATE = re.compile(
 
 
 def _modules():
-    """Every labkit module, a subpackage's (``labkit/doctor/*.py``) included, but the fence."""
-    return sorted(p for p in LABKIT.rglob("*.py") if p.relative_to(LABKIT).as_posix() != FENCE)
+    """Every labkit module, a subpackage's (``labkit/doctor/*.py``) included, but the fence's."""
+    return sorted(p for p in LABKIT.rglob("*.py") if p.relative_to(LABKIT).parts[0] != FENCE)
 
 
 def _code_lines(text: str) -> dict[int, str]:
@@ -63,3 +63,13 @@ def test_the_pattern_catches_what_it_should_and_allows_the_public_entry_points()
 def test_the_fence_sees_code_and_not_messages():
     code = _code_lines('x = torch._C._foo()  # torch._C\ny = "torch._C is named here"\n')
     assert PRIVATE.search(code[1]) and not PRIVATE.search(code[2])
+
+
+@pytest.mark.parametrize("lesson", sorted((ROOT / "lessons").glob("[0-9][0-9]_*.py")), ids=lambda p: p.stem[:2])
+def test_no_lesson_calls_the_adapter(lesson):
+    """Issue 77: a lesson reaches torch's private state only through labkit's public names (or torch's own, said
+    so in the cell), never through the adapter, whose names change when torch moves."""
+    code = _code_lines(lesson.read_text())
+    hits = [f"{lesson.name}:{n}: {line}" for n, line in code.items() if re.search(r"\b_torch(_internals)?\b", line)
+            and "torch._" not in line.replace("labkit._torch", "")]
+    assert not hits, "a lesson calls labkit's private-torch adapter; give it a public labkit name:\n" + "\n".join(hits)

@@ -12,7 +12,7 @@ import gc
 import torch
 
 import labkit
-from labkit import _torch_internals as internals
+from labkit import _torch as internals
 
 
 def _collect_old(handle_holder: list) -> None:

@@ -129,4 +129,4 @@ def test_register_autocast_after_a_compile_is_not_seen_while_the_compile_caches_
     expected = "torch.float32" if caches == "on" else "torch.bfloat16"
     assert done.stdout.strip() == expected, (
         f"torch {torch.__version__}, caches {caches}: the second compile returned {done.stdout.strip()}, not "
-        f"{expected}; update docs/torch-versions.md's notebook-10 finding (tools/torch_matrix.py NOTES)")
+        f"{expected}; update docs/torch-versions.md's notebook-10 finding (written by hand under the table)")
