@@ -71,7 +71,21 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--junit-xml", metavar="PATH", help="write JUnit XML, one testcase per op overload (- : to "
                         "stdout); an existing file is overwritten only if it is an earlier doctor report")
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
+    parser.add_argument("--version", action="version", version=_versions())
     return parser
+
+
+def _versions() -> str:
+    """labkit's version and torch's, read without importing torch."""
+    import importlib.metadata
+
+    from .. import __version__
+
+    try:
+        torch_version = importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        torch_version = "not installed"
+    return f"labkit doctor {__version__} (torch {torch_version})"
 
 
 def _usage_problem(args) -> str | None:
@@ -221,6 +235,9 @@ def _doctor(argv: list[str] | None, watch) -> int:
         return done.code if isinstance(done.code, int) else USAGE_ERROR
     except KeyboardInterrupt:
         return _stopped_before_any_op(watch)
+    for option in ("json", "junit_xml"):   # before any import: a project's module may change directory
+        if getattr(args, option) not in (None, "-"):
+            setattr(args, option, os.path.abspath(getattr(args, option)))
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())   # as python -m does: the project's own modules import from its folder
     watch.limit_s = args.timeout_per_op

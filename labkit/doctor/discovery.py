@@ -14,6 +14,7 @@ import dataclasses
 import hashlib
 import importlib
 import importlib.util
+import os
 import pathlib
 import sys
 import traceback
@@ -36,6 +37,7 @@ class Target:
     name: str       # "ns::name.overload"
     overload: Any
     found_in: str
+    notes: list[str] = dataclasses.field(default_factory=list)   # said with its result (a second definition)
 
 
 def import_module(name: str):
@@ -86,7 +88,7 @@ def _message_of(error: BaseException) -> str:
 def _path_module_name(path: pathlib.Path) -> str:
     """The private name a ``.py`` path is imported under: never its bare stem, or a project's types.py or utils.py
     would take the place of the standard library's module for everything imported after it."""
-    digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:10]
+    digest = hashlib.sha1(os.fsencode(path.resolve())).hexdigest()[:10]   # any bytes a file name may hold
     return f"labkit_doctor_{path.stem if path.stem.isidentifier() else 'module'}_{digest}"
 
 
@@ -108,7 +110,14 @@ def full_name(name: str) -> str:
     return name if "." in name.partition("::")[2] else f"{name}.default"
 
 
+def shown(name: str) -> str:
+    """A module's name or path as a report can hold it: a file name's bytes that are no UTF-8 (Python keeps them as
+    surrogates) written as ``\\xff``, so that printing it or writing it to JSON or XML cannot fail."""
+    return name.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def targets_named(names: Iterable[str], found_in: str) -> list[Target]:
+    found_in = shown(found_in)
     found = []
     for name in sorted({full_name(n) for n in names}):
         qualname, _, overload_name = name.partition(".")
@@ -164,6 +173,9 @@ def discover(modules: Iterable[str] = (), namespaces: Iterable[str] = (), before
     modules, namespaces = list(dict.fromkeys(modules)), list(dict.fromkeys(namespaces))   # each once
     targets: dict[str, Target] = {}
     imported, asked_as = [], []   # the modules, and the name each was asked by
+    found: dict[str, str] = {}    # each overload's name -> the module that first registered or held it
+    defined: dict[str, tuple[object, str]] = {}   # qualname -> (its registration, the module that made it)
+    again: dict[str, list[str]] = {}              # qualname -> the later modules that defined it again
     for name in modules:
         earlier = _was_imported(name)
         module = import_module(name)
@@ -173,10 +185,20 @@ def discover(modules: Iterable[str] = (), namespaces: Iterable[str] = (), before
         asked_as.append(name)
         registered = _not_torchs(internals.all_op_names() - before)
         held = _ops_held_by(module)
-        for target in targets_named(registered | held, name):
-            targets.setdefault(target.name, target)
+        for overload_name in sorted(registered | held):
+            found.setdefault(full_name(overload_name), name)
+        _note_redefinitions(found, defined, again, name)
         if not registered and not held and not getattr(module, "SAMPLES", None) and not sample_keys:
             raise UsageError(_none_found(name, earlier))
+    # resolved after every import: a module that defines an op again (a fast kernel over a fallback) replaces the
+    # registration an earlier one made, whose handle is then stale
+    for where in dict.fromkeys(found.values()):
+        for target in targets_named([n for n, w in found.items() if w == where], where):
+            qualname = target.name.partition(".")[0]
+            if qualname in again:
+                target.notes = [f"defined again by {shown(', '.join(again[qualname]))} after "
+                                f"{shown(defined[qualname][1])}: the doctor examined the definition in force, the last"]
+            targets.setdefault(target.name, target)
     for namespace in namespaces:
         if not isinstance(namespace, str) or not namespace.isidentifier():
             raise UsageError(f"a namespace is a name such as mylib (the part before :: in mylib::op), "
@@ -199,6 +221,19 @@ def discover(modules: Iterable[str] = (), namespaces: Iterable[str] = (), before
         asked = ", ".join([*modules, *(f"namespace {n}" for n in namespaces)]) or "nothing"
         raise UsageError(f"no custom operator found in {asked}.")
     return sorted(targets.values(), key=lambda t: t.name), imported
+
+
+def _note_redefinitions(found: dict[str, str], defined: dict, again: dict, module: str) -> None:
+    """After ``module``'s import: each op found so far whose registration changed since it was recorded was
+    defined again by ``module`` (``custom_op`` on a name in use replaces it)."""
+    for qualname in {n.partition(".")[0] for n in found}:
+        now = internals.current_registration(qualname)
+        if now is None:
+            continue
+        if qualname in defined and defined[qualname][0] is not now:
+            again.setdefault(qualname, []).append(module)
+            defined[qualname] = (now, defined[qualname][1])
+        defined.setdefault(qualname, (now, module))
 
 
 def _none_found(name: str, earlier: bool) -> str:

@@ -20,6 +20,7 @@ from .. import auditing, cache
 from .discovery import Target
 from .report import FAIL, PASS, SKIP, Finding, OpResult
 from .samples import generated_fits, samples_for
+from .stopping import by_the_user, raised
 
 
 ISSUES = "https://github.com/torch-compile-lab/custom-ops-lab/issues"   # where a bug of labkit's own is reported
@@ -41,6 +42,20 @@ def _doctor_error(check: str, error: BaseException, sample: int | None) -> Findi
                    "is not passed", "run labkit.audit(op, *sample) on it by hand; if that works, report this "
                    "as a labkit bug with the JSON report", docs=ISSUES,
                    detail="".join(traceback.format_exception(error)), sample=sample)
+
+
+def _project_stopped(check: str, error: BaseException, sample: int) -> Finding:
+    """The op's own code (its kernel, its fake kernel, what they call) raised what is no error: it would stop, or
+    skip, whatever program calls the op. The doctor says so and goes on to the next sample."""
+    return Finding("project-code", f"calling the op in the {check} check raised {raised(error)}",
+                   "a custom op's code runs inside a model, a test run or a server: raising this there ends or skips "
+                   "all of it, not one call", "raise an exception (RuntimeError, ValueError) for what the op cannot "
+                   "do, instead of exiting or skipping", sample=sample)
+
+
+def _no_kernel_here(backend: str) -> str:
+    return (f"no kernel for the {backend} backend on this machine (torch: could not run it with arguments from the "
+            f"{backend!r} backend)")
 
 
 def cache_note(target_name: str) -> list[str]:
@@ -74,17 +89,22 @@ def examine(target: Target, tables: list[dict]) -> OpResult:
                      f"op ({misfit}); add SAMPLES[{name.removesuffix('.default')!r}] = [(args, kwargs), ...]"]
             return OpResult(name, schema, target.found_in, SKIP, [], samples, checks_run, notes,
                             time.perf_counter() - start)
+    notes = [*target.notes, *notes]
+    lacking: dict[int, str] = {}   # sample -> the backend this machine has no kernel of
     for index, sample in enumerate(samples):
         try:
             audited = auditing.audit(overload, *sample.args, **sample.kwargs)
         except Exception as error:  # noqa: BLE001 - audit never raises; if it does, that is labkit's bug
             findings.append(_doctor_error("audit", error, index))
             continue
-        backend = audited.missing_backend   # not the op's defect, only this machine's: the op is skipped naming it
-        if backend:
-            notes = [f"skipped: the op has no kernel for the {backend} backend on this machine (torch: could not "
-                     f"run it with arguments from the {backend!r} backend); run the doctor where it has one"]
-            return OpResult(name, schema, target.found_in, SKIP, [], samples, [], notes, time.perf_counter() - start)
+        except BaseException as error:  # noqa: BLE001 - the op's own code exited or skipped
+            if by_the_user(error):
+                raise
+            findings.append(_project_stopped("eager or compiled", error, index))
+            continue
+        if audited.missing_backend:   # not the op's defect, only this machine's: that sample is left out
+            lacking[index] = audited.missing_backend
+            continue
         checks_run += [c for c in audited.checks_run if c not in checks_run]
         findings += [dataclasses.replace(f, sample=index) for f in audited.findings]
         for note in audited.not_checkable():
@@ -99,9 +119,20 @@ def examine(target: Target, tables: list[dict]) -> OpResult:
             except Exception as error:  # noqa: BLE001 - a check must not crash the run
                 findings.append(_doctor_error(check.kind, error, index))
                 continue
+            except BaseException as error:  # noqa: BLE001 - the op's own code exited or skipped
+                if by_the_user(error):
+                    raise
+                findings.append(_project_stopped(check.kind, error, index))
+                continue
             checks_run += [check.kind] if check.kind not in checks_run else []
             findings += [dataclasses.replace(f, sample=index) for f in found if f.kind != auditing.NOTE]
             notes += [n.as_note() for n in found if n.kind == auditing.NOTE and n.as_note() not in notes]
+    if lacking and len(lacking) == len(samples):   # every sample: the op cannot be examined on this machine
+        notes = [*target.notes, f"skipped: the op has {_no_kernel_here(next(iter(lacking.values())))}; run the "
+                 "doctor where it has one"]
+        return OpResult(name, schema, target.found_in, SKIP, [], samples, [], notes, time.perf_counter() - start)
+    notes += [f"sample {index} left out: the op has {_no_kernel_here(backend)}; the other samples were examined"
+              for index, backend in lacking.items()]
     notes += cache_note(name)   # a note: the fingerprint holds a Python-defined op's declaration by design
     if any(f.check == auditing.FULLGRAPH for f in findings):   # audit's note on the break: the finding names it
         notes = [n for n in notes if n not in break_notes]

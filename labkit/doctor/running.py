@@ -23,7 +23,7 @@ from .. import _torch as internals
 from .. import cache, env, ops, warmup
 from ..describe import brief
 from . import formats
-from .discovery import Target, UsageError, discover, full_name, op_name, targets_named
+from .discovery import Target, UsageError, discover, full_name, op_name, shown, targets_named
 from .examining import examine
 from .report import DoctorReport, environment
 from .samples import refuse_unmatched, sample_tables, unmatched
@@ -183,7 +183,7 @@ def run(modules: Iterable[str] | str = (), namespaces: Iterable[str] = (), sampl
             raise UsageError(f"{sorted(unknown)[0]} is not among the ops found: "
                              f"{', '.join(t.name for t in targets[:8])}.")
         targets = [t for t in targets if t.name in wanted]
-    asked = [*modules, *(f"namespace {n}" for n in namespaces)]
+    asked = [shown(m) for m in modules] + [f"namespace {n}" for n in namespaces]
     return _examine_all(targets, tables, say, asked, [], timeout_per_op)
 
 

@@ -22,6 +22,7 @@ from ..describe import brief
 from ..errors import as_torch_error
 from .discovery import Target, UsageError, full_name, op_name
 from .report import Finding, Sample
+from .stopping import by_the_user, raised
 
 
 def sample_tables(modules, samples: dict | None = None) -> list[dict]:
@@ -58,19 +59,24 @@ def samples_for(target_name: str, overload, tables: list[dict]) -> tuple[list[Sa
                          "the op is meant for"], []
 
 
-def _samples_problem(name: str, what: str) -> Finding:
+def _samples_problem(name: str, what: str, fix: str = "") -> Finding:
     return Finding("samples", f"SAMPLES[{name!r}] {what}", "the doctor runs the op on the inputs SAMPLES gives, "
-                   "as torch.library.opcheck takes them", f"make SAMPLES[{name!r}] a list of (args, kwargs) pairs, "
-                   "e.g. [((torch.randn(4),), {})], or a function returning one", docs=auditing.INPUT_DOCS)
+                   "as torch.library.opcheck takes them", fix or f"make SAMPLES[{name!r}] a list of (args, kwargs) "
+                   "pairs, e.g. [((torch.randn(4),), {})], or a function returning one", docs=auditing.INPUT_DOCS)
 
 
 def _read_samples(name: str, value, overload) -> tuple[list[Sample], list[str], list[Finding]]:
     if callable(value) and not isinstance(value, (list, tuple)):
         try:
             value = value()
-        except Exception as error:  # noqa: BLE001 - the project's sample function: its error is a finding
-            return [], [], [_samples_problem(name, f"is a function that raised {type(error).__name__}: "
-                                             f"{' '.join(str(error).split())[:200]}")]
+        except BaseException as error:  # noqa: BLE001 - the project's sample function: what it raises is a finding
+            if by_the_user(error):
+                raise
+            fix = "" if isinstance(error, Exception) else (   # an exit or a skip: no error, and no samples either
+                "let the function return its samples, or raise an exception saying why it cannot: the doctor "
+                "examines the op only on samples (pytest.skip and pytest.importorskip belong in a test, not in "
+                "SAMPLES)")
+            return [], [], [_samples_problem(name, f"is a function that raised {raised(error)}", fix)]
     if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], dict):
         value = [value]            # one (args, kwargs) pair given without its list
     if isinstance(value, (list, tuple)) and not value:   # e.g. a CUDA-only op's entry on a CPU runner
@@ -118,6 +124,10 @@ def generated_fits(overload, sample: Sample) -> str | None:
         overload(*copies[:len(sample.args)], **dict(zip(names[len(sample.args):], copies[len(sample.args):])))
     except Exception as error:  # noqa: BLE001 - not the op's defect: the doctor's guess did not fit it
         return f"{type(error).__name__}: {as_torch_error(error, 'eager').message[:160]}"
+    except BaseException as error:  # noqa: BLE001 - the kernel's sys.exit() or pytest.skip: said, not obeyed
+        if by_the_user(error):
+            raise
+        return raised(error)
     return None
 
 

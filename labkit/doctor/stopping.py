@@ -12,6 +12,9 @@ thread, this one and ``--timeout-per-op``'s timer too: only a signal Python does
 A process started with Ctrl-C ignored (a background job of a script, ``labkit doctor ... &``) keeps ignoring it,
 as every program does: the shell asked for that, and the watch stays off. So it does off POSIX systems.
 
+What stops a run at all is a real Ctrl-C: :func:`by_the_user` tells it from what the project's code raises
+(``SystemExit``, pytest's skip, its own ``raise KeyboardInterrupt``), which the doctor reports as a finding.
+
 Not here: what a stopped run keeps (:class:`labkit.doctor.running.Progress`) and says (:mod:`labkit.doctor.command`).
 """
 
@@ -66,6 +69,8 @@ class CtrlCWatch:
         # A child the project forks shares the pipe: its own Ctrl-C must not look like the doctor's.
         os.register_at_fork(after_in_child=_no_wakeup_fd)
         threading.Thread(target=self._watch, args=(read,), name="labkit-doctor-ctrl-c", daemon=True).start()
+        signal.signal(signal.SIGINT, _ctrl_c)   # Python's own handler, remembering that a real Ctrl-C came
+        _WATCHED.set()
         self.active = True
         return self
 
@@ -150,6 +155,41 @@ class CtrlCWatch:
             print(f"labkit doctor: the project's thread(s) {waiting} still run after {self.limit_s:g} s: exiting "
                   "without them.", file=sys.stderr)
             exit_now(self._status)
+
+
+_WATCHED = threading.Event()     # this is the command line's process, and its watch is on
+_SIGNALLED = threading.Event()   # and a real Ctrl-C (SIGINT) reached it
+
+
+def _ctrl_c(number, frame) -> None:
+    """SIGINT's handler while the watch is on: remember that the user pressed Ctrl-C, then interrupt as Python's
+    own handler does (``KeyboardInterrupt`` in the main thread)."""
+    _SIGNALLED.set()
+    signal.default_int_handler(number, frame)
+
+
+def by_the_user(error: BaseException) -> bool:
+    """Whether ``error``, raised while the project's code ran (a SAMPLES function, a kernel, an import), is the user
+    stopping the run rather than the project's own doing: a ``KeyboardInterrupt`` that a real Ctrl-C raised. Anything
+    else (``SystemExit``, pytest's skip, a ``raise KeyboardInterrupt`` of the project's) is a finding or one sentence.
+    Where the doctor cannot tell them apart (not the command line's watched process: a notebook's stop button, a
+    test's call), every ``KeyboardInterrupt`` is the user's."""
+    if not isinstance(error, KeyboardInterrupt):
+        return False
+    return not _WATCHED.is_set() or _SIGNALLED.is_set()
+
+
+def raised(error: BaseException) -> str:
+    """What the project's code raised, in words: its type, what it means when it is no error, and its message."""
+    kind = type(error).__name__
+    meaning = {"SystemExit": "sys.exit() or exit(), which would end the program calling it",
+               "Skipped": "pytest.skip or pytest.importorskip", "Failed": "pytest.fail",
+               "Exit": "pytest.exit", "KeyboardInterrupt": "raised by the code, not by a Ctrl-C"}.get(kind)
+    try:
+        message = " ".join(str(error).split())[:200]
+    except Exception:  # noqa: BLE001 - the project's exception: its __str__ can do anything
+        message = ""
+    return kind + (f" ({meaning})" if meaning else "") + (f": {message}" if message else "")
 
 
 def threads_python_waits_for() -> list[threading.Thread]:
