@@ -337,7 +337,7 @@ def _replace_whole(path: pathlib.Path, text: str) -> None:
     kept or replaced whole, never left half written (a full disk, Ctrl-C)."""
     partial = path.with_name(f".{path.name}.labkit-doctor-partial")
     try:
-        partial.write_text(text, encoding="utf-8")
+        partial.write_text(text, encoding="utf-8", errors="backslashreplace")   # a path's non-UTF-8 bytes: \udcff
         os.replace(partial, path)
     finally:
         with contextlib.suppress(OSError):

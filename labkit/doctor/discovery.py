@@ -24,6 +24,7 @@ from .. import _torch as internals
 from .. import ops
 from ..cache import TORCH_OP_NAMESPACES
 from ..describe import brief
+from .stopping import by_the_user
 
 
 class UsageError(Exception):
@@ -70,18 +71,20 @@ def import_module(name: str):
         raise UsageError(f"importing {name} failed: a syntax error in {error.filename}, line {error.lineno}: "
                          f"{error.msg}.") from None
     except BaseException as error:  # noqa: BLE001 - the project's import code: any failure is one sentence
-        if isinstance(error, KeyboardInterrupt):
+        if by_the_user(error):
             raise
         where = traceback.extract_tb(error.__traceback__)[-1] if error.__traceback__ else None
         at = f" ({where.filename}, line {where.lineno})" if where else ""
-        raise UsageError(f"importing {name} raised {type(error).__name__}{at}: {_message_of(error)}") from None
+        kind = type(error).__name__ + (" (raised by the code, not by a Ctrl-C)" if isinstance(error, KeyboardInterrupt)
+                                       else "")
+        raise UsageError(f"importing {name} raised {kind}{at}: {_message_of(error)}") from None
 
 
 def _message_of(error: BaseException) -> str:
     """The error's message on one line, or a sentence saying it has none to give (its ``__str__`` may raise)."""
     try:
         return " ".join(str(error).split())[:300]
-    except Exception as unreadable:  # noqa: BLE001 - the project's exception class: its __str__ can do anything
+    except BaseException as unreadable:  # noqa: BLE001 - the project's exception class: its __str__ can do anything
         return f"(its message could not be read: its __str__ raised {type(unreadable).__name__})"
 
 
@@ -176,9 +179,12 @@ def discover(modules: Iterable[str] = (), namespaces: Iterable[str] = (), before
     found: dict[str, str] = {}    # each overload's name -> the module that first registered or held it
     defined: dict[str, tuple[object, str]] = {}   # qualname -> (its registration, the module that made it)
     again: dict[str, list[str]] = {}              # qualname -> the later modules that defined it again
+    # a .py path is found from where the run started, whatever directory an earlier module's import moved to
+    located = {name: str(pathlib.Path(name).absolute()) if (name.endswith(".py") or "/" in name)
+               and pathlib.Path(name).is_file() else name for name in modules}
     for name in modules:
-        earlier = _was_imported(name)
-        module = import_module(name)
+        earlier = _was_imported(located[name])
+        module = import_module(located[name])
         if any(module is seen for seen in imported):
             continue     # the same module by another name (mypkg/ops.py and mypkg.ops): read once
         imported.append(module)

@@ -80,16 +80,22 @@ def examine(target: Target, tables: list[dict]) -> OpResult:
     break_notes: list[str] = []   # audit's notes that the op broke the graph
     if findings or not samples:
         verdict = FAIL if findings else SKIP
-        return OpResult(name, schema, target.found_in, verdict, findings, samples, checks_run, notes,
-                        time.perf_counter() - start)
+        return OpResult(name, schema, target.found_in, verdict, findings, samples, checks_run,
+                        notes + target.notes, time.perf_counter() - start)
     if samples[0].source != "SAMPLES":
-        misfit = generated_fits(overload, samples[0])
+        try:
+            misfit = generated_fits(overload, samples[0])
+        except BaseException as error:  # noqa: BLE001 - the op's own code exited or skipped on generated inputs
+            if by_the_user(error):
+                raise
+            return OpResult(name, schema, target.found_in, FAIL, [_project_stopped("eager", error, 0)], samples,
+                            checks_run, notes + target.notes, time.perf_counter() - start)
         if misfit is not None:
             notes = [f"no samples: the inputs generated from the schema ({samples[0].describe()}) do not fit the "
-                     f"op ({misfit}); add SAMPLES[{name.removesuffix('.default')!r}] = [(args, kwargs), ...]"]
+                     f"op ({misfit}); add SAMPLES[{name.removesuffix('.default')!r}] = [(args, kwargs), ...]",
+                     *target.notes]
             return OpResult(name, schema, target.found_in, SKIP, [], samples, checks_run, notes,
                             time.perf_counter() - start)
-    notes = [*target.notes, *notes]
     lacking: dict[int, str] = {}   # sample -> the backend this machine has no kernel of
     for index, sample in enumerate(samples):
         try:
@@ -128,12 +134,12 @@ def examine(target: Target, tables: list[dict]) -> OpResult:
             findings += [dataclasses.replace(f, sample=index) for f in found if f.kind != auditing.NOTE]
             notes += [n.as_note() for n in found if n.kind == auditing.NOTE and n.as_note() not in notes]
     if lacking and len(lacking) == len(samples):   # every sample: the op cannot be examined on this machine
-        notes = [*target.notes, f"skipped: the op has {_no_kernel_here(next(iter(lacking.values())))}; run the "
-                 "doctor where it has one"]
+        notes = [f"skipped: the op has {_no_kernel_here(next(iter(lacking.values())))}; run the doctor where it "
+                 "has one", *target.notes]
         return OpResult(name, schema, target.found_in, SKIP, [], samples, [], notes, time.perf_counter() - start)
     notes += [f"sample {index} left out: the op has {_no_kernel_here(backend)}; the other samples were examined"
               for index, backend in lacking.items()]
-    notes += cache_note(name)   # a note: the fingerprint holds a Python-defined op's declaration by design
+    notes += cache_note(name) + target.notes   # the fingerprint holds a Python-defined op's declaration by design
     if any(f.check == auditing.FULLGRAPH for f in findings):   # audit's note on the break: the finding names it
         notes = [n for n in notes if n not in break_notes]
     findings = _unique(findings)

@@ -84,6 +84,7 @@ class CtrlCWatch:
                 return
             if signal.SIGINT not in data:
                 continue
+            _SIGNALLED.set()                   # also when the project replaced the handler that remembers it
             if self._status is not None:       # only Python's exit was left
                 if threads_python_waits_for():
                     print("labkit doctor: stopped waiting for the project's thread(s) by Ctrl-C; the run was over.",
@@ -187,7 +188,7 @@ def raised(error: BaseException) -> str:
                "Exit": "pytest.exit", "KeyboardInterrupt": "raised by the code, not by a Ctrl-C"}.get(kind)
     try:
         message = " ".join(str(error).split())[:200]
-    except Exception:  # noqa: BLE001 - the project's exception: its __str__ can do anything
+    except BaseException:  # noqa: BLE001 - the project's exception: its __str__ can raise anything, SystemExit too
         message = ""
     return kind + (f" ({meaning})" if meaning else "") + (f": {message}" if message else "")
 

@@ -275,3 +275,65 @@ SAMPLES = {lies: samples}
     assert "stopped by Ctrl-C" not in done.stdout + done.stderr, done.stderr
     finding, = _report(report)[f"{ns}::lies.default"]["findings"]
     assert finding["check"] == "samples" and "KeyboardInterrupt" in finding["problem"], finding
+
+
+def test_an_exit_in_a_kernel_on_generated_inputs_is_a_finding_not_a_skip(tmp_path, capsys):
+    """With no SAMPLES the doctor tries inputs generated from the schema: an exit there is no misfit."""
+    source = '''
+import sys
+import torch
+
+@torch.library.custom_op("pc_generated::leaves", mutates_args=())
+def leaves(x: torch.Tensor) -> torch.Tensor:
+    sys.exit(0)
+
+leaves.register_fake(lambda x: torch.empty_like(x))
+'''
+    report = tmp_path / "doctor.json"
+    status, out, err = _run(capsys, _module(tmp_path, "generated_exits", source), "--json", str(report))
+    assert status == 1, out + err
+    result = _report(report)["pc_generated::leaves.default"]
+    assert result["verdict"] == "fail" and result["findings"][0]["check"] == "project-code", result
+
+
+def test_a_finding_that_quotes_a_non_utf8_path_is_still_written(tmp_path, capsys):
+    """A kernel whose error message holds the module's own path (__file__, bytes that are no UTF-8)."""
+    name = os.fsdecode(b"quotes_\xfe")
+    source = '''
+import torch
+
+@torch.library.custom_op("pc_quotes::fails", mutates_args=())
+def fails(x: torch.Tensor) -> torch.Tensor:
+    raise ValueError(__file__)
+
+fails.register_fake(lambda x: torch.empty_like(x))
+SAMPLES = {fails: [((torch.ones(3),), {})]}
+'''
+    report, junit = tmp_path / "doctor.json", tmp_path / "doctor.xml"
+    status, out, err = _run(capsys, _module(tmp_path, name, source), "--json", str(report), "--junit-xml", str(junit))
+    assert status == 1 and "UnicodeEncodeError" not in out + err, out + err
+    assert _report(report)["pc_quotes::fails.default"]["verdict"] == "fail" and junit.is_file()
+
+
+def test_a_second_module_is_found_after_the_first_changed_directory(tmp_path, capsys, monkeypatch):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    first = LIES.format(ns="pc_moves_first") + f'''
+import os
+os.chdir({str(elsewhere)!r})
+SAMPLES = {{lies: [((torch.ones(3),), {{}})]}}
+'''
+    _module(tmp_path, "moves_first", first)
+    second = LIES.format(ns="pc_found_second") + "\nSAMPLES = {lies: [((torch.ones(3),), {})]}\n"
+    _module(tmp_path, "found_second", second)
+    monkeypatch.chdir(tmp_path)
+    status, out, err = _run(capsys, "moves_first.py", "found_second.py")
+    assert status == 1 and "pc_found_second::lies.default" in out, out + err
+
+
+def test_a_keyboard_interrupt_an_import_raises_is_one_sentence_not_a_ctrl_c(tmp_path):
+    path = _module(tmp_path, "interrupts_on_import", 'raise KeyboardInterrupt("the project\'s own")\n')
+    done = subprocess.run([sys.executable, "-m", "labkit", "doctor", path], capture_output=True, text=True,
+                          timeout=300, cwd=ROOT, env=dict(os.environ, TORCHINDUCTOR_VEC_ISA_OK="1"))
+    assert done.returncode == 2 and "stopped by Ctrl-C" not in done.stderr, done.stderr
+    assert "raised KeyboardInterrupt (raised by the code, not by a Ctrl-C)" in done.stderr, done.stderr
