@@ -138,6 +138,13 @@ def code_lines(code: str, text: str) -> list[str]:
     return [line.strip() for line in code.splitlines() if text in line and not line.strip().startswith("#")]
 
 
+def buffer_reuse(code: str) -> list[str]:
+    """Where Inductor's generated code reuses a buffer for later work: each ``bufN = bufM; del bufM  # reuse`` line,
+    stripped, and the line after it (the work written into the reused buffer)."""
+    lines = [line.strip() for line in code.splitlines()]
+    return [line for i, line in enumerate(lines) if "# reuse" in line or (i and "# reuse" in lines[i - 1])]
+
+
 def call_steps(code: str) -> list[tuple[str, str]]:
     """What the ``call`` function of Inductor's code does, in order: ``("kernel", ...)`` for a kernel Inductor
     generated (or an extern one), ``("op", ...)`` for a custom op called by name, ``("alloc", ...)`` for a buffer it

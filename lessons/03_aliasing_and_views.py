@@ -38,8 +38,8 @@ x = torch.zeros(5)
 print(bump_middle(x), x)
 
 # %% [markdown]
-# Inside a compiled program no tensor changes in place. So AOTAutograd records the **base** and how the view
-# was cut from it (`_x_base_index`, `_x_slice_start`, `_x_slice_end`), lets the op make a new base, and copies it
+# AOTAutograd's graph is functional: nothing changes in place. So it records the **base** and how the
+# view was cut (`_x_base_index`, `_x_slice_start`, `_x_slice_end`), lets the op make a new base, and copies it
 # back into your input:
 
 # %%
@@ -53,12 +53,13 @@ aot_code = labkit.render.stage_code(report)["aot"]
 assert "_x_base_index = 0, _x_slice_dim = 0, _x_slice_start = 1, _x_slice_end = 3" in aot_code, \
     "the call records the base and how the view x[1:3] was cut from it"
 assert "copy_.default(arg0_1" in aot_code, "the new base is copied back into the input"
+assert "auto_functionalized" in aot_code, "the graph is functional: the op is wrapped, nothing changes in place"
 assert report.verdict.agree, "compiled == eager"
 assert x.tolist() == [0.0, 1.0, 1.0, 0.0, 0.0], "eager: the write through the view landed in x"
 
 # %% [markdown]
 # Inductor then *re-inplaces* it: the op runs directly on a view of your tensor (`reinterpret_tensor` at
-# offset 1), with no copy at all:
+# offset 1), with no copy:
 
 # %%
 inductor_report = labkit.compile_and_compare(bump_middle, torch.zeros(5), backend="inductor")
@@ -95,7 +96,8 @@ assert "may not alias any inputs" in alias_error.message, "torch's message: outp
 
 # %% [markdown]
 # You *can* declare it: an explicit schema with an alias annotation, `(Tensor(a) x) -> Tensor(a)`, says "the
-# output views `x`". Then eager returns the view unchecked, and `torch.compile` is the one that refuses:
+# output views `x`". Eager returns it unchecked; AOTAutograd refuses it (`backend="eager"` and `torch.export`
+# take it):
 
 # %%
 def first_row_view(x):
@@ -114,9 +116,23 @@ assert view._base is not None, "eager: the declared view comes back unchecked"
 assert compiled.error is not None, "torch.compile refuses an op whose output has alias annotations"
 assert "Found a custom (non-ATen) operator whose output has alias annotations" in compiled.error.message, \
     "torch's message names the alias annotation"
+refused = labkit.compile_and_compare(lambda x: first_row_declared(x) + 1, torch.ones(3), backend="aot_eager")
+assert refused.error is not None, "aot_eager refuses it too: the refusal is AOTAutograd's"
+taken = labkit.compile_and_compare(lambda x: first_row_declared(x) + 1, torch.ones(3), backend="eager")
+assert taken.error is None, "backend='eager' (no AOTAutograd) compiles and runs it"
+assert taken.verdict.agree, "and agrees with eager"
+
+
+class FirstRow(torch.nn.Module):
+    def forward(self, x):
+        return first_row_declared(x) + 1
+
+
+assert torch.export.export(FirstRow(), (torch.ones(3),)).module()(torch.ones(3)).tolist() == [2.0], \
+    "torch.export exports it, and the exported program runs"
 
 # %% [markdown]
-# Ops registered with the lower-level `torch.library.Library.define` get no eager check: AOTAutograd checks
+# Ops registered with `torch.library.Library.define` get no eager check: AOTAutograd checks
 # their outputs when its compiled code first runs (`aot_eager` here; `backend="eager"` skips it), and **warns** or
 # **raises**,
 # depending on
@@ -155,9 +171,10 @@ assert not any("may not alias" in str(w.message) for w in caught), "nor a warnin
 del lib     # the Library is freed
 
 # %% [markdown]
-# torch's checks of tensors, eager and at the compiled code's first run, compare **storages**, not memory: `x`'s
-# memory in a new storage (`torch.from_numpy(x.numpy())`, a DLPack round trip) passes both, and compiled code takes
-# it for new memory, so a write to it misses `x`. `labkit.audit` compares bytes. The fix: `x.numpy().copy()`.
+# torch's checks, eager and at the compiled code's first run, compare **storages**, not memory: `x`'s memory in
+# a new storage (`torch.from_numpy(x.numpy())`, DLPack) passes both, and AOTAutograd takes it for new memory:
+# under `aot_eager` a write to it misses `x` (Inductor's reuse, §3, writes it through). `labkit.audit` compares
+# bytes. The fix: `x.numpy().copy()`.
 
 # %%
 @torch.library.custom_op("nb03::via_numpy", mutates_args=())
@@ -181,6 +198,9 @@ with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     torch.compile(lambda x: via_numpy(x).add_(1), backend="aot_eager")(torch.zeros(3))
 assert not any("alias" in str(w.message) for w in caught), "compiled: no aliasing warning either"
+inductor_x = torch.zeros(3)
+torch.compile(lambda x: via_numpy(x).add_(1), backend="inductor")(inductor_x)
+assert inductor_x.tolist() == [1.0, 1.0, 1.0], "Inductor: the add runs in the op's output, x's memory: it reaches x"
 shared = labkit.audit(via_numpy, torch.zeros(3))
 assert [f.check for f in shared.findings] == ["memory"], "labkit.audit compares memory: it finds the shared bytes"
 
@@ -226,8 +246,8 @@ assert "must not also be an input to this custom operator" in seed_error.message
     "torch's message: a returned tensor must not also be an input"
 
 # %% [markdown]
-# It fails **in eager**. Legal: return nothing (02), a new tensor such as `x.clone()` (below), or `x` itself from
-# an op tagged `Tag.inplace` (after that).
+# It fails **in eager**. Legal: return nothing (02), a new tensor such as `x.clone()`, or `x` itself from
+# an op tagged `Tag.inplace`.
 
 # %%
 @torch.library.custom_op("nb03::seed_fixed", mutates_args={"x"})
@@ -244,8 +264,8 @@ print(fixed_report.verdict)
 assert fixed_report.verdict.agree, "form 2, returning a clone: compiled == eager"
 
 # %% [markdown]
-# Tagged, `seed`'s body is legal, and compiled it agrees with eager on a whole tensor. On a slice taken inside
-# the compiled function, Inductor reuses the returned buffer for the `* 2`, which lands in `x`:
+# Tagged, `seed`'s body is legal, and compiled it agrees with eager on a whole input. But **Inductor reuses an op's
+# returned buffer** for the `* 2`: on a slice cut inside, it lands in `x` (in a tensor also returned, there):
 
 # %%
 if hasattr(torch.Tag, "inplace"):
@@ -253,10 +273,10 @@ if hasattr(torch.Tag, "inplace"):
     def seed_tagged(x: torch.Tensor) -> torch.Tensor:
         x.add_(1)
         return x
-
     tagged = {"x": labkit.compile_and_compare(lambda x: seed_tagged(x) * 2, torch.ones(3), backend="inductor"),
               "x[1:]": labkit.compile_and_compare(lambda x: seed_tagged(x[1:]) * 2, torch.ones(3), backend="inductor")}
     print("\n".join(f"seed_tagged({where}) * 2: {report.verdict}" for where, report in tagged.items()))
+    print(*labkit.logs.buffer_reuse(labkit.render.stage_code(tagged["x[1:]"])["inductor"]), sep="\n")
 else:
     print("This torch has no torch.Tag.inplace (docs/torch-versions.md).")
 
@@ -281,6 +301,16 @@ if hasattr(torch.Tag, "inplace"):
             "Inductor reuses the op's returned buffer (a view of x) for the * 2"
 else:
     assert labkit.env.torch_version() < (2, 13), "torch.Tag.inplace exists from 2.13 on"
+
+# %% tags=["check"]
+#@title Check: not only slices: a whole tensor computed inside and also returned gets the * 2 too
+if hasattr(torch.Tag, "inplace"):
+    def returned_too(x):
+        y = x + 1
+        return y, seed_tagged(y) * 2
+
+    returned = labkit.compile_and_compare(returned_too, torch.ones(3), backend="inductor").verdict
+    assert not returned.outputs_match, "Inductor writes the * 2 into y, which the function also returns"
 
 # %% [markdown]
 # ## 4. When the compiler gets sharing wrong: a clone that vanishes
@@ -440,18 +470,18 @@ assert any("torch.ops.aten.copy_.default(arg0_1" in line for line in aot_lines),
 # - A mutating op on a view is compiled through its **base** and written back with `copy_`; Inductor then runs it
 #   on a view of your tensor.
 # - Outputs may not secretly alias inputs. `custom_op` refuses in eager with its inferred schema; an explicit
-#   alias annotation passes eagerly and is refused by `torch.compile`; `Library.define` ops are checked when code
-#   compiled through AOTAutograd first runs. Those two checks compare storages: `x`'s memory in a new storage passes
-#   (§2).
+#   alias annotation passes eagerly and is refused by AOTAutograd (`aot_eager`, `inductor`); `Library.define` ops
+#   are checked when code compiled through AOTAutograd first runs. Those checks compare storages: `x`'s memory in a
+#   new storage passes (§2).
 # - Return nothing, a clone, or, tagged `Tag.inplace`, the input itself (untagged, `x.add_(1); return x` fails
-#   in eager). Tagged, on a slice cut inside the compiled function, Inductor wrote into `x` (§3).
+#   in eager). Inductor reuses a returned buffer: on a tagged op's slice it wrote into `x` (§3).
 # - A correct declaration is not always enough: a kernel that reads one input while it writes another should
 #   guard against the two sharing memory.
 #
 # ## Questions
 #
 # 1. Why does functionalization record the base and the slice of a view, instead of just the view?
-# 2. What does the alias annotation `Tensor(a)` promise, and why does `torch.compile` refuse it for a custom op?
+# 2. What does the alias annotation `Tensor(a)` promise, and why does AOTAutograd refuse it for a custom op?
 # 3. When is a `Library.define` op's output checked for aliasing its input, and what checks a `custom_op` eagerly?
 # 4. In §4, why does removing the clone make `reverse_into` wrong, and what kind of kernel would not notice?
 # 5. In the exercise, why is the shared element bumped twice, compiled as in eager?

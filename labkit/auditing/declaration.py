@@ -120,12 +120,13 @@ def _shared_memory_findings(overload, call: Call) -> list[Finding]:
                            "in the same storage")
                 findings.append(Finding(
                     MEMORY, f"{which} shares memory with '{name}', and the schema does not say so: {storage}",
-                    "torch.compile takes an output it is not told aliases an input for new memory: a write through "
-                    f"one is not seen through the other, so compiled results can differ from eager (notebook "
+                    "AOTAutograd takes an output it is not told aliases an input for new memory, so a write through "
+                    "one may not reach the other: compiled results can differ from eager (with aot_eager the write "
+                    "is lost; Inductor, which may reuse the output's buffer, can still write it through; notebook "
                     f"{notebook_about('aliasing').number})",
-                    "return a copy (e.g. result.clone()): torch.compile refuses a custom op whose output is declared "
-                    "a view of an input ('(Tensor(a) x) -> Tensor(a)'); only an op that writes an input and returns "
-                    f"it may declare that ({TAGGED_RETURN}; torch >= 2.13)"))
+                    "return a copy (e.g. result.clone()): AOTAutograd (the aot_eager and inductor backends) refuses a "
+                    "custom op whose output is declared a view of an input ('(Tensor(a) x) -> Tensor(a)'); only an "
+                    f"op that writes an input and returns it may declare that ({TAGGED_RETURN}; torch >= 2.13)"))
                 reported.add(name)
                 break   # one finding per output tensor
     return findings
