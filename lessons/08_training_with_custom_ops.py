@@ -124,14 +124,26 @@ for name, row in checks.items():
     print(f"{name:<14}", " · ".join(f"{test}: {'ok' if v == 'ok' else 'FAIL'}" for test, v in row.items()))
 
 # %% tags=["check"]
-#@title Check: a formula with wrong values passes opcheck and fails gradcheck; a wrong shape, a missing one fail
+#@title Check: a formula with wrong values passes opcheck and fails gradcheck; a scalar gradient fails opcheck
 assert set(checks["right formula"].values()) == {"ok"}, "the right formula passes opcheck and gradcheck"
 assert set(checks["wrong formula"].values()) - {checks["wrong formula"]["gradcheck"]} == {"ok"}, \
     "the wrong formula passes every opcheck test"
 assert checks["wrong formula"]["gradcheck"].startswith("FAIL: Jacobian mismatch"), "gradcheck catches the wrong formula"
 wrong_shape = silu_op("wrong_shape", lambda ctx, grad: (grad * torch.sigmoid(ctx.saved_tensors[0])).sum())
 assert labkit.checks.opcheck(wrong_shape, (x64,))["test_aot_dispatch_dynamic"].startswith("FAIL"), \
-    "a formula whose gradient has the wrong shape fails test_aot_dispatch_dynamic"
+    "a formula whose gradient is a scalar for x of shape [4] fails test_aot_dispatch_dynamic"
+
+# %% tags=["check"]
+#@title Check: not every wrong shape fails: autograd sums a [2, 4] or [1, 4] gradient to x's [4]
+two_rows = silu_op("two_rows", lambda ctx, grad: silu_backward(ctx, grad).expand(2, 4))
+assert set(labkit.checks.opcheck(two_rows, (x64,)).values()) == {"ok"}, "a [2, 4] gradient passes every opcheck test"
+assert labkit.checks.gradcheck(two_rows, x64).startswith("FAIL: Jacobian mismatch"), "gradcheck fails it: summed, x2"
+one_row = silu_op("one_row", lambda ctx, grad: silu_backward(ctx, grad).reshape(1, 4))
+assert set(labkit.checks.opcheck(one_row, (x64,)).values()) == {"ok"}, "a [1, 4] gradient passes every opcheck test"
+assert labkit.checks.gradcheck(one_row, x64) == "ok", "and gradcheck: summed to [4], its values are right"
+
+# %% tags=["check"]
+#@title Check, continued: a missing formula fails test_aot_dispatch_dynamic and gradcheck
 assert checks["no formula"]["test_aot_dispatch_dynamic"].startswith("FAIL"), \
     "a missing formula fails opcheck's test_aot_dispatch_dynamic"
 assert checks["no formula"]["test_autograd_registration"] == "ok", \
@@ -141,8 +153,10 @@ assert checks["no formula"]["gradcheck"].startswith("FAIL: Trying to backward th
 
 # %% [markdown]
 # A formula with **wrong values passes every `opcheck` test**: `test_aot_dispatch_dynamic` compares eager with
-# compiled, and both use *your* formula; only `gradcheck` compares it with the math (a gradient of the wrong *shape*
-# does fail `test_aot_dispatch_dynamic`). A **missing formula** fails both.
+# compiled, and both use *your* formula; only `gradcheck` compares it with the math (a wrong *shape* fails
+# `test_aot_dispatch_dynamic` only where autograd cannot sum it to the input's: a scalar fails, a `[2, 4]` gradient
+# for `x`'s `[4]` is summed and passes every `opcheck` test, and `[1, 4]` passes `gradcheck` too). A **missing
+# formula** fails both.
 # (`test_autograd_registration` passes even then: `custom_op` always registers an autograd kernel, the one that
 # raised in section 1.) Run both checks on every differentiable op.
 #

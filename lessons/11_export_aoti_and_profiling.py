@@ -106,9 +106,8 @@ assert "nb11.add_into.default" not in lowered, "no bare mutating call is left"
 
 # %% [markdown]
 # It exported without a fake kernel: an op that returns nothing and mutates an argument gets a trivial one from
-# torch (notebook 01's rule; under `torch.compile`, ops tagged `Tag.inplace` or `Tag.out` too). Any
-# other op that returns a tensor needs yours, for export as for `torch.compile` (where an `int`-returning one does
-# too):
+# torch, as do ops tagged `Tag.inplace` or `Tag.out` (notebook 01's rule, for export as for `torch.compile`). Any
+# other op needs yours, whether it returns a tensor, an `int` or nothing:
 
 # %%
 @torch.library.custom_op("nb11::no_fake", mutates_args=())
@@ -130,6 +129,44 @@ assert export_error is not None, "export of an op without a fake kernel raised"
 assert export_error.type_name == "RuntimeError", "a RuntimeError"
 assert "There was no fake impl registered for <CustomOpDef(nb11::no_fake)>" in export_error.message, "naming the op"
 assert "register_fake" in export_error.message, "and the fix"
+
+# %% tags=["check"]
+#@title Check: without a fake kernel, an op returning an int or a pure one returning nothing fails export too
+def exported(fn) -> bool:
+    class Calls(torch.nn.Module):
+        def forward(self, x):
+            return fn(x)
+    return labkit.stages.raised(lambda: torch.export.export(Calls(), (x,))) is None
+
+
+@torch.library.custom_op("nb11::counts", mutates_args=())
+def counts(x: Tensor) -> int:
+    return int((x > 0).sum())
+
+
+@torch.library.custom_op("nb11::does_nothing", mutates_args=())
+def does_nothing(x: Tensor) -> None:
+    pass
+
+
+assert not exported(lambda x: x * counts(x)), "an op returning an int needs its fake kernel for export"
+assert not exported(lambda x: (does_nothing(x), x * 2)[1]), "so does a pure op returning nothing"
+
+# %% tags=["check"]
+#@title Check, continued: ops tagged Tag.inplace or Tag.out export without one (torch 2.13 and later)
+if hasattr(torch.Tag, "inplace"):
+    @torch.library.custom_op("nb11::bumped", mutates_args=("x",), tags=(torch.Tag.inplace,))
+    def bumped(x: Tensor) -> Tensor:
+        x.add_(1)
+        return x
+
+    @torch.library.custom_op("nb11::doubled_into", mutates_args=("out",), tags=(torch.Tag.out,))
+    def doubled_into(x: Tensor, *, out: Tensor) -> Tensor:
+        out.copy_(x * 2)
+        return out
+
+    assert exported(lambda x: bumped(x.clone()) * 2), "a Tag.inplace op exports without a fake kernel"
+    assert exported(lambda x: doubled_into(x, out=torch.empty_like(x)) + 1), "so does a Tag.out op"
 
 # %% [markdown]
 # An op with an **ordered effect** (logging, I/O: calls that must keep their order) is lowered differently:
@@ -522,7 +559,8 @@ with contextlib.redirect_stdout(io.StringIO()):
 #
 # - In an `ExportedProgram` a custom op is one node; lowered (`run_decompositions()`), a mutating op is wrapped in
 #   `auto_functionalized_v2`, an effectful one in `with_effects` with a token.
-# - Export needs a tensor-returning op's fake kernel; one that returns nothing and mutates an argument gets one free.
+# - Export needs an op's fake kernel, whatever it returns; one that returns nothing and mutates an argument, or is
+#   tagged `Tag.inplace` or `Tag.out`, gets one free.
 # - A package calls a custom op by name, looked up when it loads: it runs the kernel registered then, unchecked;
 #   without the op it cannot load; a changed signature crashed a process holding a package loaded before.
 # - `torch.ops.ns.name(...)` shows in the profiler as its own event; `record_function` names your kernel always.
