@@ -440,6 +440,59 @@ twice_fake_unchanged = types.FunctionType(twice_fake_fixed.__code__.replace(), t
 twice_fake_unchanged.__qualname__ = twice_fake_fixed.__qualname__
 
 # %% tags=["check"]
+#@title The exercise's check, continued (an op of another schema; the unchanged fake in a new Python)
+import ast
+import os
+import subprocess
+import sys
+import textwrap
+
+
+# The same fake kernel on an op of another schema: the task asks for a tag that sees the schema too.
+@torch.library.custom_op("nb04n::twice_scaled", mutates_args=())
+def twice_scaled(x: torch.Tensor, alpha: float) -> torch.Tensor:
+    return torch.cat([x, x]) * alpha
+
+
+# %% tags=["check"]
+#@title The exercise's check, continued (the script a new Python runs)
+# What a new Python computes for the unchanged fake: an on-disk cache serves later processes, so a tag must be the
+# same there (hash() of a string or a code object is salted per process).
+NEW_PYTHON = """
+import hashlib, inspect, torch
+
+@torch.library.custom_op("nb04n::twice", mutates_args=())
+def twice(x: torch.Tensor) -> torch.Tensor:
+    return torch.cat([x, x])
+
+def twice_fake(x):
+    return x.new_empty(2 * x.shape[0])
+
+{source}
+print("TAG", repr({name}(twice, twice_fake)))
+"""
+
+# %% tags=["check"]
+#@title The exercise's check, continued (a tag computed in a new Python)
+def tag_in_a_new_python(tag_fn) -> tuple[str | None, str]:
+    """(the tag tag_fn gives the unchanged fake in a new Python process, or None; what went wrong there)."""
+    import inspect
+
+    try:
+        source = textwrap.dedent(inspect.getsource(tag_fn))
+    except (OSError, TypeError):
+        return None, "its source could not be read: define it with def in a cell"
+    with tempfile.TemporaryDirectory() as folder:
+        script = os.path.join(folder, "tag_in_a_new_python.py")
+        with open(script, "w") as file:
+            file.write(NEW_PYTHON.format(source=source, name=tag_fn.__name__))
+        done = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=300)
+    said = [line[4:] for line in done.stdout.splitlines() if line.startswith("TAG ")]
+    if done.returncode or not said:
+        return None, (done.stderr.strip().splitlines() or ["no output"])[-1]
+    return ast.literal_eval(said[-1]), ""
+
+# %% tags=["check"]
 #@title The exercise's check, continued (the replay)
 def compile_with_tag(tag_fn, fakes):
     """Section 4 replayed: register each fake kernel in turn, set the tag tag_fn gives, compile and run."""
@@ -451,6 +504,20 @@ def compile_with_tag(tag_fn, fakes):
             outcomes.append(compile_and_run(doubled, torch.ones(3)))
         torch.compiler.config.cache_key_tag = ""
     return outcomes
+
+# %% tags=["check"]
+#@title The exercise's check, continued (a tag for another schema, and in a new Python)
+def tag_sees_schema_and_processes(tag_fn, fixed_tag: str) -> bool:
+    """Whether tag_fn's tag differs for an op of another schema, and is the same in a new Python; else says why."""
+    if tag_fn(twice_scaled, twice_fake_fixed) == fixed_tag:
+        return labkit.exercises.check(False, "", "your tag is the same for twice and for twice_scaled, an op of "
+                                      "another schema with the same fake kernel: make it see the schema too.")
+    fresh, why = tag_in_a_new_python(tag_fn)
+    if fresh != fixed_tag:
+        return labkit.exercises.check(False, "", f"in a new Python your tag for the unchanged fake is {fresh!r} "
+                                      f"({why or 'not ' + repr(fixed_tag)}): the on-disk cache serves new processes, "
+                                      "and hash() of text or code changes between them; use hashlib on the text.")
+    return True
 
 # %% tags=["check"]
 #@title The exercise's check, continued (your tags, then the three compiles)
@@ -466,6 +533,8 @@ def check_tag(tag_fn):
     if not all(isinstance(t, str) for t in tags) or tags[0] == tags[1] or tags[1] != tags[2]:
         return labkit.exercises.check(False, "", f"your tags: {tags}. The first two must differ (the code changed), "
                                       "the last two match (the same code in a new function object of the same name).")
+    if not tag_sees_schema_and_processes(tag_fn, tags[1]):
+        return False
     outcomes = compile_with_tag(tag_fn, fakes)
     return labkit.exercises.check(outcomes[1] == ("output of shape [6]", 0) and outcomes[2][1] == 1,
                                   "the fixed fake kernel compiles afresh, and an unchanged one still hits.",
@@ -491,8 +560,19 @@ with contextlib.redirect_stdout(io.StringIO()):
     assert not check_tag(lambda op, fake: inspect.getsource(fake).encode()), "a tag that is not a string is rejected"
     assert not check_tag(lambda op, fake: f"my-ops-{fake.__name__}"), "a tag of the name is rejected (one name)"
     assert not check_tag(lambda op, fake: f"my-ops-{fake.__qualname__}"), "so is one of the qualified name"
+
+# %% tags=["check"]
+#@title Check: the grader rejects the tags that look right and are not
+with contextlib.redirect_stdout(io.StringIO()):
     assert not check_tag(lambda op, fake: f"my-ops-{id(fake)}"), "and one of the object (a new one, same code)"
     assert not check_tag(lambda op, fake: f"my-ops-{fake.__code__}"), "and one of the code object (its address)"
+    assert not check_tag(lambda op, fake: "my-ops-" + hashlib.sha256(inspect.getsource(fake).encode()).hexdigest()), \
+        "a tag of the fake's source alone is rejected (the task names the schema too)"
+
+    def salted_tag(op, fake):
+        return f"my-ops-{op._opoverload._schema}-{hash(fake.__code__)}"
+
+    assert not check_tag(salted_tag), "a tag built on hash() is rejected: another process salts it differently"
 
 # %% [markdown]
 # ## In your own project
