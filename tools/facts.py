@@ -359,7 +359,6 @@ def regions(project: dict, checked: list[str], root: pathlib.Path = ROOT) -> dic
         "docs/doctor.md": [("checks", "md", check_list(checks, "all", "md"))],
         "docs/labkit.md": [("checks", "md", check_list(checks, "all", "md"))],
         "labkit/auditing/__init__.py": [("checks", "rst", check_list(checks, "all", "rst"))],
-        "labkit/doctor/__init__.py": [("checks", "rst", check_list(checks, "all", "rst"))],
         "lessons/00_start_here.py": [("map", "py-md", map_cell(nbs, learner))],
         "lessons/06_field_guide.py": [("audit-checks", "py-md", check_list(checks, "audit", "py-md")),
                                       ("doctor-only-checks", "py-md", check_list(checks, "doctor_only", "py-md"))],

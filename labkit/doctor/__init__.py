@@ -1,31 +1,17 @@
 """``labkit doctor``: audit every custom op a project registers, the way its CI can run it.
 
 :func:`run` imports the project's module(s), finds each operator they registered (``custom_op``, ``triton_op``,
-``torch.library.define`` / ``Library(...).define``: whatever the dispatcher holds after the import that it did
-not hold before, plus any C++ op of a namespace named with ``namespaces=``), takes sample inputs from the project
-(a module-level ``SAMPLES``, :func:`samples_for`) and checks each overload separately with every check of
-:data:`labkit.auditing.CHECKS`, in order (:func:`labkit.audit` runs all but the doctor's own):
-
-.. BEGIN checks: generated from labkit.auditing.registry.CHECKS by --facts: do not edit
-
-1. ``declaration``: the arguments a real call writes against the ones its schema declares written
-2. ``memory``: each output's memory against each input's (bytes, not storages) where the schema declares no alias
-3. ``opcheck``: every torch.library.opcheck test
-4. ``compile``: eager against torch.compile, aot_eager and Inductor, static and dynamic shapes, on a program that
-   discards the op's result, with the compile caches bypassed
-5. ``aliasing``: a clone of a written argument passed in another argument's place, under Inductor
-6. ``fullgraph`` (the doctor only): a graph break at the op, named with fullgraph=True instead of passed
-7. ``fake`` (the doctor only): the fake kernel on the meta device and on a second dtype, which it must follow
-
-.. END checks
-
-then adds a note (no check: nothing there can fail) on the compile caches: the doctor compiles with labkit's cache
-fingerprint on, which holds a Python-defined op's declaration; a C++ op's it does not (nor do torch's own keys:
-pytorch #187319), and its note says what to do. Every check names its official page and lesson, which each finding
-carries. :func:`check` does the same on ops given as objects (a notebook's, a test's). Nothing here raises at the
-project: a failing op, a failing sample or a failing step is a finding; what cannot be used at all (a module that
-does not import, one that registers no op) is one sentence, :class:`UsageError`. The caller's sample inputs are only
-ever copied.
+``torch.library.define`` / ``Library(...).define``: whatever the dispatcher holds after the import that it did not
+hold before, plus any C++ op of a namespace named with ``namespaces=``), takes sample inputs from the project (a
+module-level ``SAMPLES``, :func:`samples_for`) and checks each overload separately with every check of
+:data:`labkit.auditing.CHECKS`, in order (listed in :mod:`labkit.auditing`; :func:`labkit.audit` runs all but the
+doctor's own), then adds a note (no check: nothing there can fail) on the compile caches: the doctor compiles with
+labkit's cache fingerprint on, which holds a Python-defined op's declaration; a C++ op's it does not (nor do torch's
+own keys: pytorch #187319), and its note says what to do. Every check names its official page and lesson, which each
+finding carries. :func:`check` does the same on ops given as objects (a notebook's, a test's). Nothing here raises
+at the project: a failing op, a failing sample or a failing step is a finding; what cannot be used at all (a module
+that does not import, one that registers no op) is one sentence, :class:`UsageError`. The caller's sample inputs are
+only ever copied.
 
 Its modules, each one job, lowest first: :mod:`~labkit.doctor.formats` (a report as a terminal table, JSON, JUnit
 XML), :mod:`~labkit.doctor.report` (what a report holds), :mod:`~labkit.doctor.discovery` (finding the ops),
