@@ -190,18 +190,19 @@ def dce_view_html(schema: str, op_name: str, report: StageReport, side_effect: b
 
 # --- a GPU cell's recording, in a kernel without a GPU --------------------------------------------------
 
-DIFF_LINES = 12   # the plain-text view cuts a longer difference, and says how to see it whole
+def _gpu_recording_parts(status: recordings.Status, lacks: str) -> tuple[list[str], list[str]]:
+    """(what the label says, what the recording printed) for a GPU cell.
 
-
-def _gpu_recording_parts(status: recordings.Status, lacks: str) -> tuple[list[str], list[str], list[str]]:
-    """(what the label says, what the recording printed, how the recorded code differs) for a GPU cell."""
+    How the recorded code differs from this cell's is a maintainer's question (``tools/record_gpu.py --status``
+    prints it): a learner reads which code the recording ran and what changed since, never a diff.
+    """
     said = [f"This kernel lacks {lacks}, so this cell did not run here."]
     rec = status.recording
     if status.kind == "none":
         unreadable = recordings.problems()
-        return said + ["No GPU recording of this cell exists yet: what it shows is unverified until it runs on a "
-                       "GPU (a Colab GPU runtime will do)." + (f" ({'; '.join(unreadable)}.)" if unreadable else "")
-                       ], [], []
+        unread = f" ({'; '.join(unreadable)}.)" if unreadable else ""
+        return said + ["No GPU recording of this cell exists yet: what it prints on a GPU has not been seen by this "
+                       f"lab. A GPU runtime (Colab's will do) runs it.{unread}"], []
     if status.kind == "current":
         said.append(f"Recorded from this code on {rec.where()}, it printed:")
     elif status.kind == "unchecked":
@@ -210,7 +211,7 @@ def _gpu_recording_parts(status: recordings.Status, lacks: str) -> tuple[list[st
     else:
         said.append(f"Recorded on {rec.where()} for an earlier version of this code: since then, "
                     f"{and_list(status.changes)}. What that code printed:")
-    return said, rec.output.rstrip("\n").splitlines(), list(status.diff)
+    return said, rec.output.rstrip("\n").splitlines()
 
 
 def gpu_recording_text(status: recordings.Status, lacks: str = "a CUDA GPU and Triton") -> str:
@@ -219,29 +220,18 @@ def gpu_recording_text(status: recordings.Status, lacks: str = "a CUDA GPU and T
     Never passes a recording off as this kernel's output: the first line says the cell did not run here;
     the second says which code the recording ran (this cell's, an earlier version's, or none yet).
     """
-    said, printed, diff = _gpu_recording_parts(status, lacks)
-    lines = said + ["    " + line for line in printed]
-    if diff:
-        lines += ["How the recorded code differs (- recorded, + this kernel's):",
-                  *("    " + line for line in diff[:DIFF_LINES])]
-        if len(diff) > DIFF_LINES:
-            lines.append(f"    ... {len(diff) - DIFF_LINES} more lines: "
-                         f"labkit.recordings.load()[{status.title!r}].code has the recorded code whole.")
-    return "\n".join(lines)
+    said, printed = _gpu_recording_parts(status, lacks)
+    return "\n".join(said + ["    " + line for line in printed])
 
 
 def gpu_recording_html(status: recordings.Status, lacks: str = "a CUDA GPU and Triton") -> str:
-    """The same as :func:`gpu_recording_text`, with the code's difference folded away under a summary line."""
-    said, printed, diff = _gpu_recording_parts(status, lacks)
+    """The same as :func:`gpu_recording_text`, the recorded output in a grey block."""
+    said, printed = _gpu_recording_parts(status, lacks)
     pre = "margin:0.3em 0 0.3em 1.5em;padding:0.4em;background:#f6f6f6;white-space:pre-wrap"
     parts = ["<div class='lab-gpu-recording' style='border-left:3px solid #888;padding-left:0.6em'>",
              *(f"<div>{html.escape(line)}</div>" for line in said)]
     if printed:
         parts.append(f"<pre style='{pre}'>{html.escape(chr(10).join(printed))}</pre>")
-    if diff:
-        changed = sum(1 for line in diff if line[:1] in "+-")
-        parts.append(f"<details><summary>How the recorded code differs ({changed} changed lines; - recorded, "
-                     f"+ this kernel's)</summary><pre style='{pre}'>{html.escape(chr(10).join(diff))}</pre></details>")
     return "".join(parts + ["</div>"])
 
 

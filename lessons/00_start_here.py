@@ -241,7 +241,7 @@ assert any("torch.ops.aten.mul.Tensor" in line for line in log.artifact("aot_gra
 # | 06 · Field guide | a runnable checklist, myths vs facts, `labkit doctor` | 30 min |
 # | 07 · Data-dependent shapes | unbacked sizes, `fullgraph`, `int` vs `SymInt`, `recompile_limit` | 40 min |
 # | 08 · Training with custom ops | `register_autograd`, `opcheck` vs `gradcheck`, the backward graph | 45 min |
-# | 09 · Custom ops for GPU kernels | `triton_op`, the cache key, CUDA graphs, `Tag.out`, re-inplacing | 35 min |
+# | 09 · Custom ops for GPU kernels | `triton_op`, the cache key, CUDA graphs, `Tag.out`, re-inplacing | 40 min |
 # | 10 · Beyond the shape | C++-style registration, wrong dtypes and strides, layout tags, autocast, scalars | 60 min |
 # | 11 · Shipping custom ops: export, AOTInductor, profiler | `torch.export`, AOTInductor packages, the profiler, the cost per call | 35 min |
 #

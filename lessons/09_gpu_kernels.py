@@ -13,10 +13,12 @@
 # - `torch.Tag.out`: write-only output buffers, and the clone they save;
 # - a case where re-inplacing fails and Inductor's code keeps a **clone** of your tensor.
 #
-# **Time:** about 35 minutes. **Before:** 02 · `mutates_args`. Sections marked *GPU* need CUDA and Triton;
-# without them, each GPU cell shows what it printed on a GPU, labelled with the machine and whether the code it
-# ran is the code you see. Collapsed *Check* cells assert every claim ([docs/torch-versions.md](../docs/torch-versions.md):
-# what differs between releases).
+# **Time:** about 40 minutes. **Before:** 02 · `mutates_args`. Every section runs on a CPU: how each op is
+# registered, its tags, and what Inductor decides, read from its configuration and its CPU code. Cells whose
+# first line says `# GPU cell` add what only a GPU shows (a Triton kernel in Inductor's code, CUDA graphs);
+# without CUDA and Triton, each shows what it printed on a GPU, labelled with the machine and whether that run was
+# of the code you see, or says that no GPU has run it yet. Collapsed *Check* cells assert every claim
+# ([docs/torch-versions.md](../docs/torch-versions.md): what differs between releases).
 
 # %% tags=["nbval-ignore-output"]
 # GPU setup: 09 imports
@@ -73,13 +75,43 @@ assert not any("mul" in line for line in kernels["custom op"]), "§1's code has 
 # Inductor names each kernel after the aten ops it fused: the control's kernel is `..._add_mul_...`; with the
 # op, Inductor's only kernel is the `add`, and the multiplication happens inside the op's call.
 #
-# ## 2. `triton_op` + `wrap_triton`: Inductor sees the kernel *(GPU)*
+# ## 2. `triton_op` + `wrap_triton`: Inductor sees the kernel *(CPU for the mechanism, GPU for the kernel)*
 #
-# `torch.library.triton_op` defines an op whose body launches Triton kernels through
-# `torch.library.wrap_triton(kernel)[grid](...)`. Under `torch.compile` the op is decomposed: the launch enters
-# the graph, and Inductor puts the kernel's source into its own code. The same kernel launched inside a plain
-# `custom_op` stays an opaque call, as in §1 (without a GPU: see each cell's note). The kernel and the
-# `triton_op`:
+# `torch.library.triton_op` defines an op whose body Inductor may see: under `torch.compile` the op is
+# **decomposed**, replaced by its body, before Inductor compiles the graph. Its body may only call torch's ops and
+# Triton kernels launched through `torch.library.wrap_triton(kernel)[grid](...)`. The mechanism runs on a CPU
+# with a body of torch ops; beside it, a `custom_op` with the same body:
+
+# %%
+with labkit.logs.logged("torch._library.triton", logging.WARNING):   # no Triton here: torch's warning, kept quiet
+    @torch.library.triton_op("nb09::add_seen", mutates_args=())
+    def add_seen(x: Tensor, y: Tensor) -> Tensor:
+        return x + y                   # the body is its own fake kernel: no register_fake
+
+@torch.library.custom_op("nb09::add_hidden", mutates_args=())
+def add_hidden(x: Tensor, y: Tensor) -> Tensor:
+    return x + y
+
+add_hidden.register_fake(lambda x, y: torch.empty_like(x))
+seen_codes = {name: inductor_code(lambda x, y, op=op: op(x, y) * 3, torch.ones(4), torch.ones(4))
+              for name, op in {"triton_op": add_seen, "custom_op": add_hidden}.items()}
+labkit.pictures.inductor_steps(seen_codes)
+
+# %% tags=["check"]
+#@title Check: the triton_op is gone from Inductor's code, its add fused with * 3; the custom_op is one call
+assert not code_lines(seen_codes["triton_op"], "nb09.add_seen"), "triton_op: Inductor's code does not call the op"
+assert any("_fused_add_mul" in line for line in code_lines(seen_codes["triton_op"], "_fused_")), \
+    "triton_op: its body's add is fused with the * 3 into one kernel"
+assert code_lines(seen_codes["custom_op"], "torch.ops.nb09.add_hidden.default("), "custom_op: one call, by name"
+assert torch.compile(lambda x, y: add_seen(x, y) * 3)(torch.ones(4), torch.ones(4)).tolist() == [6.0] * 4, \
+    "triton_op, compiled: (1 + 1) * 3 = 6"
+
+# %% [markdown]
+# Inductor never saw a `triton_op` call: it compiled the body, and fused its `add` with the `* 3` into one kernel
+# (`..._add_mul_...`). The `custom_op` stays a call by name. On a GPU the body launches a Triton kernel instead,
+# and the same decomposition puts that launch in the graph, so Inductor puts the kernel's **source** into its
+# code. The GPU cells below show it; the first two only define the kernel and the ops, and no GPU has run them
+# yet, so each says so. The kernel and the `triton_op`:
 
 # %%
 # GPU cell: add_visible, a triton_op
@@ -292,9 +324,8 @@ if GPU:
 # %% [markdown]
 # An op that can never be captured (it synchronises with the host, or allocates data-dependent memory) says so
 # with `tags=(torch.Tag.cudagraph_unsafe,)`. Inductor then splits the graph into **partitions** around it
-# (`torch._inductor.config.graph_partition`, on by default) and keeps the op out of the captured pieces: on a
-# GPU, `partition_0` and `partition_1` in its code, no skip, and three right replays (without a GPU: the tag and
-# the setting only).
+# (`torch._inductor.config.graph_partition`, on by default) and keeps the op out of the captured pieces. On a
+# CPU you see the tag, the setting, and the reason in Inductor's source:
 
 # %%
 # GPU setup: host_checked
@@ -312,6 +343,34 @@ print(torch.ops.nb09.host_checked.default.tags)
 #@title Check: the op carries the tag; graph partitioning is on by default
 assert torch.Tag.cudagraph_unsafe in torch.ops.nb09.host_checked.default.tags, "the op carries the tag"
 assert torch._inductor.config.graph_partition, "graph partitioning is on by default (checked on 2.11, 2.13, 2.15)"
+assert '"CUDAGraph-unsafe custom ops"' in inspect.getsource(torch._inductor.scheduler.Scheduler.should_partition), \
+    "Inductor's scheduler partitions around a custom op with the tag, and says why"
+
+# %% [markdown]
+# On a CPU nothing is captured, so there is nothing to partition: Inductor's CPU code for the same function, under
+# `mode="reduce-overhead"`, is one `call`, your op called by name between two of Inductor's kernels:
+
+# %%
+def checked_then_add(x):
+    return host_checked(x * 2) + 1
+
+cpu_code = inductor_code(checked_then_add, torch.ones(3), mode="reduce-overhead")
+print("partitions:", code_lines(cpu_code, "def partition_"), "| the op:", code_lines(cpu_code, "host_checked.default("))
+labkit.pictures.inductor_steps({"on a CPU": cpu_code})
+
+# %% tags=["check"]
+#@title Check: on a CPU, no partition in Inductor's code; the op is one call; the result is right
+assert code_lines(cpu_code, "def partition_") == [], "on a CPU, no partitions"
+assert code_lines(cpu_code, "torch.ops.nb09.host_checked.default(buf0)"), "the op is one call, on the kernel's buf0"
+torch.compiler.reset()
+assert torch.compile(checked_then_add, mode="reduce-overhead")(torch.ones(3)).tolist() == [3.0] * 3, "right"
+
+# %% [markdown]
+# The first kernel's name mentions the op because it writes the op's input, `buf0`; the op itself is the separate
+# call. On a GPU, the two cells below check what torch's scheduler leads us to expect: Inductor's code has two
+# partitions, `partition_0` (the `x * 2`) and `partition_1` (the `+ 1`), the op runs between them outside any CUDA
+# graph, nothing is skipped, and three replays are right. **No GPU has run them yet**: until one does, that is a
+# reading of torch's source, not something this lab has seen.
 
 # %%
 # GPU cell: checked_step under reduce-overhead

@@ -3,7 +3,8 @@
     python tools/record_gpu.py                          # every notebook with GPU cells, into labkit/gpu_recordings/
     python tools/record_gpu.py 09 --into /tmp/new       # writes there instead (gpu_check.sh does this)
     python tools/record_gpu.py 09 --executed /tmp/runs  # also keeps each executed notebook, failed or not
-    python tools/record_gpu.py --status                 # on any machine: each GPU cell against its recording
+    python tools/record_gpu.py --status                 # on any machine: each GPU cell against its recording,
+                                                        # and how the recorded code differs
 
 A *GPU cell* is a code cell whose first line is ``# GPU cell: <title>``; its second line may declare what it
 needs, ``# needs: <title>; <title>``, naming ``# GPU setup: <title>`` cells or earlier GPU cells
@@ -146,6 +147,8 @@ def print_status() -> int:
             when = f" ({cell.recording.environment.get('date')})" if cell.recording else ""
             print(f"{source.stem[:2]} {cell.kind:<9} {cell.title}{when}"
                   + (f": {'; '.join(cell.changes)}" if cell.changes else ""))
+            for line in cell.diff:       # the maintainer's view: a notebook shows what changed, never the diff
+                print(f"      {line}")
     for problem in recordings.problems():
         print(problem)
     print(f"(checked {datetime.date.today().isoformat()}; re-record on a GPU: bash tools/gpu_check.sh)")

@@ -13,6 +13,7 @@ changing quantity.
 import ast
 import builtins
 import json
+import re
 
 import nbformat
 import pytest
@@ -139,6 +140,42 @@ def test_the_label_each_gpu_cell_shows_is_true(source):
             assert mentioned in text.splitlines()[1], f"the label names what changed: {mentioned}"
 
 
+def _sections(notebook) -> list[list]:
+    """The notebook's cells cut at each markdown cell that holds a '## ' heading (a section's first cell)."""
+    sections: list[list] = [[]]
+    for cell in notebook.cells:
+        if cell.cell_type == "markdown" and re.search(r"^## ", cell.source, re.M):
+            sections.append([])
+        sections[-1].append(cell)
+    return sections
+
+
+def _a_cpu_lesson(cell) -> bool:
+    """A code cell a CPU reader runs and sees: no GPU cell, no collapsed check, and it printed or drew something."""
+    shows = any(o.get("output_type") == "stream" and o.get("name") == "stdout" or "image/png" in o.get("data", {})
+                for o in cell.get("outputs", []))
+    return (cell.cell_type == "code" and shows and not recordings.is_gpu_cell(cell.source)
+            and "check" not in cell.metadata.get("tags", []))
+
+
+@pytest.mark.parametrize("source", GPU_SOURCES, ids=lambda s: s.stem[:2])
+def test_a_cpu_reader_sees_no_diff_and_no_gpu_cell_without_a_cpu_lesson_beside_it(source):
+    """What a reader without a GPU opens (the stored notebook): no GPU cell shows a maintainer's diff of the
+    recorded code, and a GPU cell that has no recording to show sits in a section with a CPU lesson that ran here."""
+    notebook = nbformat.read(record_gpu.ROOT / "notebooks" / f"{source.stem}.ipynb", as_version=4)
+    diffs = {status.title: status.diff for status in record_gpu.source_status(source)}
+    for section in _sections(notebook):
+        for cell in (c for c in section if c.cell_type == "code" and recordings.is_gpu_cell(c.source)):
+            title = recordings.title(cell.source)
+            shown = record_gpu.printed_text(cell) + "".join(o.get("data", {}).get("text/html", "")
+                                                            for o in cell.get("outputs", []))
+            assert "recorded code differs" not in shown, f"{title!r} shows a diff of the recorded code"
+            diff_lines = [line for line in diffs[title] if line[:1] in "+-" and len(line) > 3]
+            assert not [line for line in diff_lines if line in shown], f"{title!r} shows a line of the diff"
+            if "No GPU recording of this cell exists yet" in shown:
+                assert any(_a_cpu_lesson(c) for c in section), f"{title!r} has no recording and no CPU lesson beside it"
+
+
 SETUP = "# GPU setup: t gpu flag\nGPU = False"
 CELL = "# GPU cell: t the cell\n# needs: t gpu flag\nif not GPU:\n    labkit.show_gpu_recording()\nelse:\n    print(1)"
 
@@ -162,7 +199,7 @@ def test_the_label_follows_the_code_this_kernel_ran(capfd, tmp_path, monkeypatch
             shell.run_cell(code, store_history=False)
         shown = capfd.readouterr().out
         assert "for an earlier version of this code: since then, 't gpu flag' changed (2 lines)" in shown
-        assert "+GPU = False  # a learner's edit" in shown
+        assert "a learner's edit" not in shown, "a learner reads what changed, not a diff of it"
     finally:
         InteractiveShell.clear_instance()
 
