@@ -202,7 +202,7 @@ def _gpu_recording_parts(status: recordings.Status, lacks: str) -> tuple[list[st
         unreadable = recordings.problems()
         unread = f" ({'; '.join(unreadable)}.)" if unreadable else ""
         return said + ["No GPU recording of this cell exists yet: what it prints on a GPU has not been seen by this "
-                       f"lab. A GPU runtime (Colab's will do) runs it.{unread}"], []
+                       f"lab. Run it on a GPU runtime (Colab's works) to see its output.{unread}"], []
     if status.kind == "current":
         said.append(f"Recorded from this code on {rec.where()}, it printed:")
     elif status.kind == "unchecked":

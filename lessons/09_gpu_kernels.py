@@ -3,8 +3,8 @@
 #
 # You wrote a Triton kernel. Wrap it one way and Inductor sees it: its source lands in Inductor's code and in the
 # cache key. Wrap it another way and Inductor calls it by name, blind. Then `mode="reduce-overhead"` may skip
-# your graph, and an `out=` buffer may cost a clone. Inductor's generated code says which, and this notebook
-# reads it, on torch 2.13.
+# your graph, and an `out=` buffer may cost a clone. Inductor's generated code says which. This notebook reads it
+# on your CPU, and shows what a GPU printed where a GPU has run a cell.
 #
 # **What you will learn**
 # - `torch.library.triton_op` + `wrap_triton` (Inductor sees the kernel) against a plain `custom_op` (an opaque
@@ -78,12 +78,12 @@ assert not any("mul" in line for line in kernels["custom op"]), "§1's code has 
 # ## 2. `triton_op` + `wrap_triton`: Inductor sees the kernel *(CPU for the mechanism, GPU for the kernel)*
 #
 # `torch.library.triton_op` defines an op whose body Inductor may see: under `torch.compile` the op is
-# **decomposed**, replaced by its body, before Inductor compiles the graph. Its body may only call torch's ops and
-# Triton kernels launched through `torch.library.wrap_triton(kernel)[grid](...)`. The mechanism runs on a CPU
-# with a body of torch ops; beside it, a `custom_op` with the same body:
+# **decomposed**, replaced by its body, before Inductor compiles the graph. Its documentation asks for a body that
+# calls only torch's ops and Triton kernels, each launched through `torch.library.wrap_triton(kernel)[grid](...)`.
+# The mechanism runs on a CPU with a body of torch ops; beside it, a `custom_op` with the same body:
 
 # %%
-with labkit.logs.logged("torch._library.triton", logging.WARNING):   # no Triton here: torch's warning, kept quiet
+with labkit.logs.logged("torch._library.triton", logging.WARNING):   # torch warns where Triton is missing
     @torch.library.triton_op("nb09::add_seen", mutates_args=())
     def add_seen(x: Tensor, y: Tensor) -> Tensor:
         return x + y                   # the body is its own fake kernel: no register_fake
@@ -103,15 +103,13 @@ assert not code_lines(seen_codes["triton_op"], "nb09.add_seen"), "triton_op: Ind
 assert any("_fused_add_mul" in line for line in code_lines(seen_codes["triton_op"], "_fused_")), \
     "triton_op: its body's add is fused with the * 3 into one kernel"
 assert code_lines(seen_codes["custom_op"], "torch.ops.nb09.add_hidden.default("), "custom_op: one call, by name"
-assert torch.compile(lambda x, y: add_seen(x, y) * 3)(torch.ones(4), torch.ones(4)).tolist() == [6.0] * 4, \
-    "triton_op, compiled: (1 + 1) * 3 = 6"
 
 # %% [markdown]
-# Inductor never saw a `triton_op` call: it compiled the body, and fused its `add` with the `* 3` into one kernel
-# (`..._add_mul_...`). The `custom_op` stays a call by name. On a GPU the body launches a Triton kernel instead,
-# and the same decomposition puts that launch in the graph, so Inductor puts the kernel's **source** into its
-# code. The GPU cells below show it; the first two only define the kernel and the ops, and no GPU has run them
-# yet, so each says so. The kernel and the `triton_op`:
+# Inductor's code has no call to the `triton_op`: Inductor compiled its body, fusing the `add` with the `* 3`
+# into one kernel (`..._add_mul_...`). The `custom_op` stays a call by name. On a GPU the body launches a Triton
+# kernel instead, the same decomposition puts that launch in the graph, and Inductor puts the kernel's **source**
+# into its code. The GPU cells below show it: the first two define the kernel and the ops, the third compares
+# them. Each says whether a GPU has run it, and on which code. The kernel and the `triton_op`:
 
 # %%
 # GPU cell: add_visible, a triton_op
@@ -323,9 +321,9 @@ if GPU:
 
 # %% [markdown]
 # An op that can never be captured (it synchronises with the host, or allocates data-dependent memory) says so
-# with `tags=(torch.Tag.cudagraph_unsafe,)`. Inductor then splits the graph into **partitions** around it
-# (`torch._inductor.config.graph_partition`, on by default) and keeps the op out of the captured pieces. On a
-# CPU you see the tag, the setting, and the reason in Inductor's source:
+# with `tags=(torch.Tag.cudagraph_unsafe,)`. Inductor's scheduler is written to split the graph into
+# **partitions** around such an op (`torch._inductor.config.graph_partition`, on by default) and to keep the op
+# out of the captured pieces. On a CPU you see the tag, the setting, and the reason in Inductor's source:
 
 # %%
 # GPU setup: host_checked
@@ -343,12 +341,14 @@ print(torch.ops.nb09.host_checked.default.tags)
 #@title Check: the op carries the tag; graph partitioning is on by default
 assert torch.Tag.cudagraph_unsafe in torch.ops.nb09.host_checked.default.tags, "the op carries the tag"
 assert torch._inductor.config.graph_partition, "graph partitioning is on by default (checked on 2.11, 2.13, 2.15)"
-assert '"CUDAGraph-unsafe custom ops"' in inspect.getsource(torch._inductor.scheduler.Scheduler.should_partition), \
-    "Inductor's scheduler partitions around a custom op with the tag, and says why"
+scheduler_source = inspect.getsource(torch._inductor.scheduler.Scheduler.should_partition)
+assert '"CUDAGraph-unsafe custom ops"' in scheduler_source, "the scheduler keeps a tagged op out, and says why"
+assert "if not node.is_gpu():" in scheduler_source, "the scheduler keeps every node that is not on a GPU out too"
 
 # %% [markdown]
-# On a CPU nothing is captured, so there is nothing to partition: Inductor's CPU code for the same function, under
-# `mode="reduce-overhead"`, is one `call`, your op called by name between two of Inductor's kernels:
+# The same source keeps every node that is not on a GPU out of the captured pieces, so on a CPU there are no
+# partitions: Inductor's CPU code for the same function, under `mode="reduce-overhead"`, is one `call`, your op
+# called by name between two of Inductor's kernels:
 
 # %%
 def checked_then_add(x):
@@ -359,18 +359,18 @@ print("partitions:", code_lines(cpu_code, "def partition_"), "| the op:", code_l
 labkit.pictures.inductor_steps({"on a CPU": cpu_code})
 
 # %% tags=["check"]
-#@title Check: on a CPU, no partition in Inductor's code; the op is one call; the result is right
+#@title Check: on a CPU, no partition in Inductor's code; the op is one call, between two kernels
 assert code_lines(cpu_code, "def partition_") == [], "on a CPU, no partitions"
 assert code_lines(cpu_code, "torch.ops.nb09.host_checked.default(buf0)"), "the op is one call, on the kernel's buf0"
-torch.compiler.reset()
-assert torch.compile(checked_then_add, mode="reduce-overhead")(torch.ones(3)).tolist() == [3.0] * 3, "right"
+steps = [kind for kind, _ in labkit.logs.call_steps(cpu_code) if kind != "alloc"]
+assert steps == ["kernel", "op", "kernel"], "the op between two of Inductor's kernels"
 
 # %% [markdown]
-# The first kernel's name mentions the op because it writes the op's input, `buf0`; the op itself is the separate
-# call. On a GPU, the two cells below check what torch's scheduler leads us to expect: Inductor's code has two
-# partitions, `partition_0` (the `x * 2`) and `partition_1` (the `+ 1`), the op runs between them outside any CUDA
-# graph, nothing is skipped, and three replays are right. **No GPU has run them yet**: until one does, that is a
-# reading of torch's source, not something this lab has seen.
+# The first kernel's name mentions the op; the op itself is the separate call on that kernel's output, `buf0`.
+# On a GPU, the two cells below check what torch's scheduler leads us to expect: two partitions in Inductor's
+# code (`def partition_0`, `def partition_1`), one on each side of the op, nothing skipped, and three right
+# replays. Each cell says whether a GPU has run it; where none has, that expectation is a reading of torch's
+# source, not something this lab has seen.
 
 # %%
 # GPU cell: checked_step under reduce-overhead

@@ -135,8 +135,8 @@ def room(root: pathlib.Path = ROOT) -> list[str]:
     kept = runs(root / "docs" / "gpu-runs")
     sources = sorted((root / "lessons").glob("[0-9][0-9]_*.py"))
     with_gpu = numbers_with_gpu_cells(root)
-    lines = [f"- Notebooks with GPU cells (they run on a GPU, and show an earlier GPU's recording on a CPU): "
-             f"{', '.join(with_gpu) or 'none'}."]
+    lines = ["- Notebooks with GPU cells (they run on a GPU; on a CPU each shows a GPU's recording, labelled, or says "
+             f"that none exists): {', '.join(with_gpu) or 'none'}."]
     groups: dict[tuple[str, str, str], dict[str, list[str]]] = {}
     never, changed = [], []
     for source in sources:

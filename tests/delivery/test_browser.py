@@ -6,7 +6,7 @@ ships: binder/postBuild), run on a copy of the repository so that nothing is sav
 - First run: notebook 00 opened where ``./lab`` opens it, the file browser's top level, Run All: no
   cell may fail and no news pop-up may appear; a screenshot (the README shows it).
 - A GPU cell of notebook 09, run in JupyterLab on this machine after the cells it needs: the page shows the
-  recording with the label labkit gives it, the code's difference folded away; a screenshot (the README shows it).
+  recording with the label labkit gives it, and no diff of the recorded code; a screenshot (the README shows it).
 - Widgets: for each notebook with a widget, run its setup cell and its widget cell, then flip the
   widget's controls one at a time. After each flip the test reads the whole state back from the page,
   asks labkit's core, in this test process, what the view must say for that state, and waits until

@@ -151,29 +151,37 @@ def _sections(notebook) -> list[list]:
 
 
 def _a_cpu_lesson(cell) -> bool:
-    """A code cell a CPU reader runs and sees: no GPU cell, no collapsed check, and it printed or drew something."""
+    """A code cell a CPU reader runs and sees: untitled (no GPU cell, no GPU setup), no collapsed check, and it
+    printed or drew something."""
     shows = any(o.get("output_type") == "stream" and o.get("name") == "stdout" or "image/png" in o.get("data", {})
                 for o in cell.get("outputs", []))
-    return (cell.cell_type == "code" and shows and not recordings.is_gpu_cell(cell.source)
+    return (cell.cell_type == "code" and shows and recordings.title(cell.source) is None
             and "check" not in cell.metadata.get("tags", []))
 
 
 @pytest.mark.parametrize("source", GPU_SOURCES, ids=lambda s: s.stem[:2])
 def test_a_cpu_reader_sees_no_diff_and_no_gpu_cell_without_a_cpu_lesson_beside_it(source):
     """What a reader without a GPU opens (the stored notebook): no GPU cell shows a maintainer's diff of the
-    recorded code, and a GPU cell that has no recording to show sits in a section with a CPU lesson that ran here."""
+    recorded code, and a GPU cell that has no recording to show follows a CPU lesson that ran here: in its section,
+    after the last GPU cell there that showed a recording (what that lesson taught is not this cell's)."""
     notebook = nbformat.read(record_gpu.ROOT / "notebooks" / f"{source.stem}.ipynb", as_version=4)
     diffs = {status.title: status.diff for status in record_gpu.source_status(source)}
     for section in _sections(notebook):
-        for cell in (c for c in section if c.cell_type == "code" and recordings.is_gpu_cell(c.source)):
+        since_evidence = []
+        for cell in section:
+            if not (cell.cell_type == "code" and recordings.is_gpu_cell(cell.source)):
+                since_evidence.append(cell)
+                continue
             title = recordings.title(cell.source)
             shown = record_gpu.printed_text(cell) + "".join(o.get("data", {}).get("text/html", "")
                                                             for o in cell.get("outputs", []))
             assert "recorded code differs" not in shown, f"{title!r} shows a diff of the recorded code"
             diff_lines = [line for line in diffs[title] if line[:1] in "+-" and len(line) > 3]
             assert not [line for line in diff_lines if line in shown], f"{title!r} shows a line of the diff"
-            if "No GPU recording of this cell exists yet" in shown:
-                assert any(_a_cpu_lesson(c) for c in section), f"{title!r} has no recording and no CPU lesson beside it"
+            if "No GPU recording of this cell exists yet" not in shown:
+                since_evidence = []
+            else:
+                assert any(map(_a_cpu_lesson, since_evidence)), f"{title!r}: no recording, and no CPU lesson before it"
 
 
 SETUP = "# GPU setup: t gpu flag\nGPU = False"

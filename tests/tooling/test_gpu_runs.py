@@ -79,7 +79,8 @@ def test_the_gpu_room_note_groups_by_device_and_names_what_never_ran_or_changed(
         "03_d": {"cells": 9, "passed": 3, "failed": 0, "source": gpu_runs.source_digest(texts["03_d"])}}}
     (tmp_path / "docs" / "gpu-runs" / "2026-11-30-GPU-X-run1.json").write_text(json.dumps(run))
     assert gpu_runs.room(tmp_path) == [
-        "- Notebooks with GPU cells (they run on a GPU, and show an earlier GPU's recording on a CPU): 01.",
+        "- Notebooks with GPU cells (they run on a GPU; on a CPU each shows a GPU's recording, labelled, or says "
+        "that none exists): 01.",
         "- On GPU-X, torch 2.99 (2026-11-30): every cell of 00, 01 passed; "
         "03: the first 3 of 9 cells passed, then the run's time ran out.",
         "- Never run on a GPU: 02.",
