@@ -60,7 +60,8 @@ def samples_for(target_name: str, overload, tables: list[dict]) -> tuple[list[Sa
 
 
 def _samples_problem(name: str, what: str, fix: str = "") -> Finding:
-    return Finding("samples", f"SAMPLES[{name!r}] {what}", "the doctor runs the op on the inputs SAMPLES gives, "
+    where = f"SAMPLES[{name!r}]" + ("" if what.startswith("[") else " ")      # SAMPLES['ns::op'][0] ...
+    return Finding("samples", where + what, "the doctor runs the op on the inputs SAMPLES gives, "
                    "as torch.library.opcheck takes them", fix or f"make SAMPLES[{name!r}] a list of (args, kwargs) "
                    "pairs, e.g. [((torch.randn(4),), {})], or a function returning one", docs=auditing.INPUT_DOCS)
 
@@ -85,8 +86,11 @@ def _read_samples(name: str, value, overload) -> tuple[list[Sample], list[str], 
         return [], [], [_samples_problem(name, f"is {brief(value)}, not a list of (args, kwargs) pairs")]
     found = []
     for index, item in enumerate(value):
-        if not (isinstance(item, (tuple, list)) and len(item) == 2 and isinstance(item[0], (tuple, list))
-                and isinstance(item[1], dict)):
+        pair = isinstance(item, (tuple, list)) and len(item) == 2 and isinstance(item[1], dict)
+        if pair and not isinstance(item[0], (tuple, list)):       # ((x), {}): the comma of a 1-tuple forgotten
+            return [], [], [_samples_problem(name, f"[{index}]'s args are {brief(item[0])}, not a tuple of the op's "
+                                             "arguments (one argument is written (x,), with a comma)")]
+        if not pair:
             return [], [], [_samples_problem(name, f"[{index}] is {brief(item)}, not an (args, kwargs) pair")]
         found.append(Sample(tuple(item[0]), dict(item[1])))
     return found, [], []

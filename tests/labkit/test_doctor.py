@@ -161,6 +161,19 @@ def test_malformed_samples_are_a_finding_that_says_the_form(capsys):
         assert "(args, kwargs)" in result.findings[0].fix
 
 
+def test_a_sample_whose_args_lack_the_comma_of_a_one_tuple_is_named_so():
+    """((x), {}) is a pair whose args are a tensor: the finding says so and how to write one argument, never that
+    the pair is no pair (what it said before)."""
+    @torch.library.custom_op("t::doc_comma", mutates_args=())
+    def plain(x: torch.Tensor) -> torch.Tensor:
+        return x.clone()
+
+    plain.register_fake(lambda x: torch.empty_like(x))
+    (finding,) = doctor.check(plain, samples={plain: [((torch.ones(2)), {})]}).results[0].findings
+    assert finding.problem.startswith("SAMPLES['t::doc_comma'][0]'s args are a tensor"), finding.problem
+    assert "(x,), with a comma" in finding.problem and "not an (args, kwargs) pair" not in finding.problem
+
+
 def test_a_data_dependent_int_result_is_named_as_a_graph_break():
     @torch.library.custom_op("t::doc_count", mutates_args=())
     def count(x: torch.Tensor) -> int:
