@@ -238,7 +238,7 @@ assert any("torch.ops.aten.mul.Tensor" in line for line in log.artifact("aot_gra
 # | 03 · Aliasing and views | a mutating op on a view; why outputs may not alias inputs; `x.add_(1); return x` | 25 min |
 # | 04 · Names and compile caches | an op's name is its identity; a stale compile cache, and how to key it | 35 min |
 # | 05 · Dead-code elimination and dynamic shapes | who removes an op, what keeps it alive, static vs dynamic | 40 min |
-# | 06 · Field guide | a runnable checklist, myths vs facts, `labkit doctor` | 30 min |
+# | 06 · Field guide | a runnable checklist, myths vs facts, `labkit doctor` | 45 min |
 # | 07 · Data-dependent shapes | unbacked sizes, `fullgraph`, `int` vs `SymInt`, `recompile_limit` | 40 min |
 # | 08 · Training with custom ops | `register_autograd`, `opcheck` vs `gradcheck`, the backward graph | 45 min |
 # | 09 · Custom ops for GPU kernels | `triton_op`, the cache key, CUDA graphs, `Tag.out`, re-inplacing | 40 min |

@@ -13,11 +13,10 @@
 # - `torch.Tag.out`: write-only output buffers, and the clone they save;
 # - a case where re-inplacing fails and Inductor's code keeps a **clone** of your tensor.
 #
-# **Time:** about 40 minutes. **Before:** 02 · `mutates_args`. Every section runs on a CPU: how each op is
-# registered, its tags, and what Inductor decides, read from its configuration and its CPU code. Cells whose
-# first line says `# GPU cell` add what only a GPU shows (a Triton kernel in Inductor's code, CUDA graphs);
-# without CUDA and Triton, each shows what it printed on a GPU, labelled with the machine and whether that run was
-# of the code you see, or says that no GPU has run it yet. Collapsed *Check* cells assert every claim
+# **Time:** about 40 minutes. **Before:** 02 · `mutates_args`. Every section runs on a CPU: each op's
+# registration, its tags, and what Inductor decides, read from its configuration and its CPU code. A `# GPU cell`
+# adds what only a GPU shows; without CUDA and Triton it shows what a GPU printed, labelled with the machine and
+# the code it ran, or says that no GPU has run it. Collapsed *Check* cells assert every claim
 # ([docs/torch-versions.md](../docs/torch-versions.md): what differs between releases).
 
 # %% tags=["nbval-ignore-output"]
@@ -78,12 +77,12 @@ assert not any("mul" in line for line in kernels["custom op"]), "§1's code has 
 # ## 2. `triton_op` + `wrap_triton`: Inductor sees the kernel *(CPU for the mechanism, GPU for the kernel)*
 #
 # `torch.library.triton_op` defines an op whose body Inductor may see: under `torch.compile` the op is
-# **decomposed**, replaced by its body, before Inductor compiles the graph. Its documentation asks for a body that
-# calls only torch's ops and Triton kernels, each launched through `torch.library.wrap_triton(kernel)[grid](...)`.
-# The mechanism runs on a CPU with a body of torch ops; beside it, a `custom_op` with the same body:
+# **decomposed** (replaced by its body) before Inductor compiles the graph. Its documentation allows a body of
+# torch's ops and Triton kernels launched through `torch.library.wrap_triton(kernel)[grid](...)`. On a CPU, with
+# a body of torch ops, beside a `custom_op` with the same body:
 
 # %%
-with labkit.logs.logged("torch._library.triton", logging.WARNING):   # torch warns where Triton is missing
+with labkit.logs.logged(labkit.logs.TRITON_OP, logging.WARNING):   # torch warns where Triton is missing
     @torch.library.triton_op("nb09::add_seen", mutates_args=())
     def add_seen(x: Tensor, y: Tensor) -> Tensor:
         return x + y                   # the body is its own fake kernel: no register_fake
@@ -105,11 +104,10 @@ assert any("_fused_add_mul" in line for line in code_lines(seen_codes["triton_op
 assert code_lines(seen_codes["custom_op"], "torch.ops.nb09.add_hidden.default("), "custom_op: one call, by name"
 
 # %% [markdown]
-# Inductor's code has no call to the `triton_op`: Inductor compiled its body, fusing the `add` with the `* 3`
-# into one kernel (`..._add_mul_...`). The `custom_op` stays a call by name. On a GPU the body launches a Triton
-# kernel instead, the same decomposition puts that launch in the graph, and Inductor puts the kernel's **source**
-# into its code. The GPU cells below show it: the first two define the kernel and the ops, the third compares
-# them. Each says whether a GPU has run it, and on which code. The kernel and the `triton_op`:
+# Inductor's code has no call to the `triton_op`: it compiled the body, fusing the `add` with the `* 3`
+# (`..._add_mul_...`); the `custom_op` stays a call by name. On a GPU the body launches a Triton kernel, the
+# decomposition puts that launch in the graph, and Inductor puts the kernel's **source** into its code. The GPU
+# cells below define the kernel and both ops, then compare them:
 
 # %%
 # GPU cell: add_visible, a triton_op
@@ -322,8 +320,8 @@ if GPU:
 # %% [markdown]
 # An op that can never be captured (it synchronises with the host, or allocates data-dependent memory) says so
 # with `tags=(torch.Tag.cudagraph_unsafe,)`. Inductor's scheduler is written to split the graph into
-# **partitions** around such an op (`torch._inductor.config.graph_partition`, on by default) and to keep the op
-# out of the captured pieces. On a CPU you see the tag, the setting, and the reason in Inductor's source:
+# **partitions** around such an op (`torch._inductor.config.graph_partition`, on by default), keeping it out of
+# the captured pieces. A CPU shows the tag, the setting, and the reason in Inductor's source:
 
 # %%
 # GPU setup: host_checked
@@ -346,9 +344,8 @@ assert '"CUDAGraph-unsafe custom ops"' in scheduler_source, "the scheduler keeps
 assert "if not node.is_gpu():" in scheduler_source, "the scheduler keeps every node that is not on a GPU out too"
 
 # %% [markdown]
-# The same source keeps every node that is not on a GPU out of the captured pieces, so on a CPU there are no
-# partitions: Inductor's CPU code for the same function, under `mode="reduce-overhead"`, is one `call`, your op
-# called by name between two of Inductor's kernels:
+# Every node not on a GPU stays out too, so a CPU has no partitions: under `mode="reduce-overhead"`, Inductor's
+# CPU code for the same function is one `call`, your op between two of its kernels:
 
 # %%
 def checked_then_add(x):
@@ -366,11 +363,9 @@ steps = [kind for kind, _ in labkit.logs.call_steps(cpu_code) if kind != "alloc"
 assert steps == ["kernel", "op", "kernel"], "the op between two of Inductor's kernels"
 
 # %% [markdown]
-# The first kernel's name mentions the op; the op itself is the separate call on that kernel's output, `buf0`.
-# On a GPU, the two cells below check what torch's scheduler leads us to expect: two partitions in Inductor's
-# code (`def partition_0`, `def partition_1`), one on each side of the op, nothing skipped, and three right
-# replays. Each cell says whether a GPU has run it; where none has, that expectation is a reading of torch's
-# source, not something this lab has seen.
+# The first kernel's name mentions the op; the op is the separate call on `buf0`. On a GPU, the two cells below
+# check what torch's scheduler predicts: two partitions (`def partition_0`, `def partition_1`) around the op, no
+# skip, three right replays. Where no GPU has run them, that is read from torch's source, not seen.
 
 # %%
 # GPU cell: checked_step under reduce-overhead

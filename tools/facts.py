@@ -49,7 +49,8 @@ ALLOWED = {
     "[[tool.lab.notebooks]]": (*ENTRY, "when_late", "topics"),
     "[tool.lab.pace]": ("words_per_minute", "code_lines_per_minute", "minutes_per_exercise", "round_to"),
     "[tool.lab.workshop]": ("setup_min", "min_buffer", "agendas"),
-    "[[tool.lab.workshop.agendas]]": ("length_min", "notebooks", "break_after", "break_min", "wrap_up_min", "note"),
+    "[[tool.lab.workshop.agendas]]": ("length_min", "notebooks", "breaks", "wrap_up_min", "note"),
+    "[[tool.lab.workshop.agendas.breaks]]": ("after", "minutes", "name"),
 }
 NUMBER_WORDS = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen".split()
 
@@ -77,6 +78,8 @@ def unknown_keys(lab: dict) -> list[str]:
     tables += [("[[tool.lab.notebooks]]", f" entry {nb.get('stem')!r}", nb) for nb in lab.get("notebooks", [])]
     tables += [("[[tool.lab.workshop.agendas]]", f" of {agenda.get('length_min')} minutes", agenda)
                for agenda in lab.get("workshop", {}).get("agendas", [])]
+    tables += [("[[tool.lab.workshop.agendas.breaks]]", f" of the {agenda.get('length_min')}-minute agenda", pause)
+               for agenda in lab.get("workshop", {}).get("agendas", []) for pause in agenda.get("breaks", [])]
     return [f"pyproject.toml's {table}{which} has an unknown key {key!r}: the allowed keys are "
             f"{', '.join(ALLOWED[table])}"
             for table, which, keys in tables for key in keys if key not in ALLOWED[table]]
@@ -164,10 +167,20 @@ def headroom(root: pathlib.Path, lab: dict) -> list[str]:
 
 
 def _used_minutes(agenda: dict, workshop: dict, notebook_minutes: list[int], numbers: list[str]) -> int:
-    """An agenda's minutes before its buffer: the opening, its notebooks, a break after one of them, the wrap-up."""
-    took_break = agenda.get("break_after") in numbers
-    return (workshop["setup_min"] + sum(notebook_minutes) + (agenda["break_min"] if took_break else 0)
-            + agenda["wrap_up_min"])
+    """An agenda's minutes before its buffer: the opening, its notebooks, its breaks (a lunch is one), the wrap-up."""
+    pauses = sum(pause["minutes"] for pause in agenda.get("breaks", []) if pause["after"] in numbers)
+    return workshop["setup_min"] + sum(notebook_minutes) + pauses + agenda["wrap_up_min"]
+
+
+def _break_problems(agenda: dict) -> list[str]:
+    """One sentence per break that is not after one of the agenda's notebooks, or has no whole minutes."""
+    where = f"pyproject's {agenda['length_min']}-minute agenda"
+    problems = [f"{where} has a break after {pause.get('after')!r}, which is none of its notebooks "
+                f"({', '.join(agenda['notebooks'])}): name the notebook it follows"
+                for pause in agenda.get("breaks", []) if pause.get("after") not in agenda["notebooks"]]
+    return problems + [f"{where} has a break of {pause.get('minutes')!r} minutes: give it a whole number above 0"
+                       for pause in agenda.get("breaks", [])
+                       if not (isinstance(pause.get("minutes"), int) and pause.get("minutes", 0) > 0)]
 
 
 def _sections(root: pathlib.Path, stem: str) -> set[str]:
@@ -196,9 +209,11 @@ def agendas(root: pathlib.Path, lab: dict, minutes: dict[str, int]) -> list[str]
                 raise FactsError(f"pyproject's when_late for {nb['stem']} names §{', §'.join(missing)}, which the "
                                  f"notebook has no section for: name its sections as its headings number them")
             blocks.append((f"{number} · {nb['title']}", minutes[nb["stem"]], late))
-            if number == agenda.get("break_after"):
-                blocks.append(("Break", agenda["break_min"], ""))
+            blocks += [(pause.get("name", "Break"), pause["minutes"], "")
+                       for pause in agenda.get("breaks", []) if pause["after"] == number]
         blocks.append(("Wrap-up: What to remember, and the Questions (answer key below)", agenda["wrap_up_min"], ""))
+        if problems := _break_problems(agenda):
+            raise FactsError("; ".join(problems))
         buffer = length - _used_minutes(agenda, workshop, [minutes[by_number[n]["stem"]] for n in agenda["notebooks"]],
                                         agenda["notebooks"])
         if buffer < workshop["min_buffer"] * length:
@@ -211,8 +226,12 @@ def agendas(root: pathlib.Path, lab: dict, minutes: dict[str, int]) -> list[str]
         for name, block_minutes, late in blocks:
             lines.append(f"| {start // 60}:{start % 60:02d} | {name} | {block_minutes} | {late} |")
             start += block_minutes
+        rest = [nb for number, nb in by_number.items() if number not in agenda["notebooks"]]
         lines += [f"| {start // 60}:{start % 60:02d} | Buffer (stragglers, setup failures, questions) | {buffer} "
                   f"({buffer / length:.0%}) | |", "", agenda["note"]]
+        if rest:
+            lines += ["", f"Not in this agenda ({duration(sum(minutes[nb['stem']] for nb in rest))} of learner time): "
+                          + ", ".join(f"{nb['stem'][:2]} ({minutes[nb['stem']]} min)" for nb in rest) + "."]
     return lines + [""]
 
 

@@ -147,6 +147,39 @@ def test_an_agenda_naming_an_unregistered_notebook_gets_one_sentence():
                       {nb["stem"]: 5 for nb in lab["notebooks"]})
 
 
+def test_the_day_agenda_has_a_lunch_two_breaks_and_its_homework_and_check_catches_it_stale(tmp_path):
+    """The one-day agenda is generated like the others: two breaks and a lunch where pyproject puts them, the
+    notebooks it leaves out listed as homework; a longer lunch leaves INSTRUCTORS.md stale for --check; a break
+    after a notebook the agenda does not hold, of no minutes, or with a key nothing reads is refused in one
+    sentence."""
+    import facts
+
+    lab = facts.pyproject(ROOT)["tool"]["lab"]
+    day = max(lab["workshop"]["agendas"], key=lambda agenda: agenda["length_min"])
+    minutes = facts.learner_minutes(ROOT, lab)
+    text = "\n".join(facts.agendas(ROOT, lab, minutes))
+    section = text[text.index(f"### {day['length_min']} minutes"):]
+    blocks = [row.split(" | ")[1] for row in section.splitlines() if row.startswith("| ") and " | " in row]
+    assert [block for block in blocks if block in ("Break", "Lunch")] == ["Break", "Lunch", "Break"], blocks
+    left_out = [nb["stem"] for nb in lab["notebooks"] if nb["stem"][:2] not in day["notebooks"]]
+    homework = facts.duration(sum(minutes[stem] for stem in left_out))
+    assert left_out and f"Not in this agenda ({homework} of learner time): {left_out[0][:2]} (" in section, section
+    for bad, said in ((dict(after="11", minutes=10), "which is none of its notebooks"),
+                      (dict(after="01", minutes=0), "a whole number above 0")):
+        agenda = {**day, "breaks": [*day["breaks"], bad]}
+        with pytest.raises(facts.FactsError, match=said):
+            facts.agendas(ROOT, {**lab, "workshop": {**lab["workshop"], "agendas": [agenda]}}, minutes)
+    typo = {**lab, "workshop": {**lab["workshop"], "agendas": [{**day, "breaks": [dict(after="01", minute=5)]}]}}
+    assert facts.unknown_keys(typo) == [f"pyproject.toml's [[tool.lab.workshop.agendas.breaks]] of the "
+                                        f"{day['length_min']}-minute agenda has an unknown key 'minute': the allowed "
+                                        "keys are after, minutes, name"]
+    root = _copy_of_the_lab(tmp_path)
+    pyproject = root / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace('minutes = 45, name = "Lunch"', 'minutes = 60, name = "Lunch"'))
+    stale = _check(root)
+    assert stale.returncode == 1 and "INSTRUCTORS.md" in stale.stdout, stale.stdout
+
+
 def test_a_source_without_a_registry_entry_is_refused_but_still_builds_by_name(tmp_path):
     root = _copy_of_the_lab(tmp_path)
     new = root / "lessons" / "98_new_idea.py"

@@ -26,7 +26,8 @@ NAMESPACES = {"Library", "_scoped_library"}
 
 def code_cells(path):
     """(cell index, line of its '# %%' marker, source) for each code cell, read with jupytext."""
-    markers = [n for n, line in enumerate(path.read_text().splitlines(), 1) if line.startswith("# %%")]
+    markers = [n for n, line in enumerate(path.read_text().splitlines(), 1)      # not '# %%writefile': a magic
+               if line == "# %%" or line.startswith("# %% ")]
     cells = jupytext.read(path).cells
     assert len(markers) == len(cells), f"{path.name}: every cell must start with a '# %%' line"
     return [(i, line, cell.source) for i, (line, cell) in enumerate(zip(markers, cells))
