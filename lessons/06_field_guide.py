@@ -517,10 +517,13 @@ for word in ("auto_functionalized_v2", "copy_", "with_effects"):
 # %%
 import json
 import pathlib
+import re
 import sys
 import tempfile
 
 project = pathlib.Path(tempfile.mkdtemp(prefix="nb06_project_"))
+module_path, report_path = project / "tiny_ops.py", project / "report.json"
+python = f'"{sys.executable}"'           # this kernel's Python (the one with labkit), quoted for the shell
 
 # %% [markdown]
 # `SAMPLES` gives the doctor its inputs, as `opcheck` takes them: for each op, a list of `(args, kwargs)` pairs.
@@ -528,7 +531,7 @@ project = pathlib.Path(tempfile.mkdtemp(prefix="nb06_project_"))
 # where that is safe, and says so. This cell writes the module:
 
 # %%
-# %%writefile {project}/tiny_ops.py
+# %%writefile {module_path}
 import torch
 
 log_entries = []
@@ -552,10 +555,11 @@ SAMPLES = {update_stats: [((torch.randn(4), torch.zeros(4)), {})],
 # %% [markdown]
 # Run the doctor on it as you would in a terminal (`!` runs a shell command from a notebook; `--json` also writes
 # the report a program reads). Its table has a row per op, its times vary from run to run, and each finding
-# follows whole:
+# follows, shortened (the JSON report holds torch's whole message):
 
 # %% tags=["nbval-ignore-output"]
-# !cd "{project}" && "{sys.executable}" -m labkit doctor tiny_ops.py --json report.json
+report_path.unlink(missing_ok=True)          # a run that cannot start writes none: never read an old one
+# !{python} -m labkit doctor "{module_path}" --json "{report_path}"
 doctor_exit = _exit_code      # noqa: F821 - what IPython's ! leaves: the command's exit status
 
 # %% [markdown]
@@ -564,7 +568,7 @@ doctor_exit = _exit_code      # noqa: F821 - what IPython's ! leaves: the comman
 # differs can tell nothing more):
 
 # %%
-report = json.loads((project / "report.json").read_text())
+report = json.loads(report_path.read_text())
 results = {result["op"].split("::")[1].removesuffix(".default"): result for result in report["results"]}
 for result in results.values():
     not_run = [check.kind for check in labkit.auditing.CHECKS if check.kind not in result["checks_run"]]
@@ -581,20 +585,22 @@ assert "opcheck:test_faketensor" in {f["check"] for f in results["scale"]["findi
 assert results["log_activations"]["verdict"] == "pass", "the logger passes: its bug is invisible"
 assert "aliasing" not in results["scale"]["checks_run"], "compile found a difference: aliasing waits"
 assert "aliasing" in results["log_activations"]["checks_run"], "nothing found: every check ran"
+assert results["log_activations"]["samples"][0]["source"] == "generated from the schema", "no entry: made, and said"
 
 # %% [markdown]
 # One finding, every field of it: what went wrong, why it matters, the fix, the official page, what a user of the
-# op sees under `torch.compile`, and the lesson of this lab that teaches it:
+# op sees under `torch.compile`, the lesson of this lab that teaches it, torch's own message (none here: the
+# doctor saw the write itself) and the sample it ran on:
 
 # %%
 (undeclared,) = [f for f in results["update_stats"]["findings"] if f["check"] == "declaration"]
-for field in ("check", "problem", "why", "fix", "docs", "compiled", "learn_more"):
-    print(f"{field:>10}: {undeclared[field]}")
+for field, value in undeclared.items():
+    print(f"{field:>10}: {value!r}" if field in ("detail", "sample") else f"{field:>10}: {value}")
 
 # %% [markdown]
 # **What "ok" means.** The logger's row says `ok`: no check the doctor runs found anything on these inputs. It does
 # not say the op is right. §3 showed the compiled `TinyNet` losing its log, and no check sees a Python side effect;
-# the doctor says so in a note on every op it passes:
+# the doctor says so among the logger's notes, in its JSON report:
 
 # %%
 unseen = [note for note in results["log_activations"]["notes"] if note.startswith("Python side effects")]
@@ -614,37 +620,50 @@ assert len(unseen) == 1, "the note on a passed op names what no check sees"
 #@title The exercise's check (it reads the logger's row of the doctor's latest report)
 def logger_samples_problem(result) -> str | None:
     """What is wrong with the op's samples in one report row, in the doctor's words; None when they are right."""
+    inputs = [re.sub(r"\b\w+=", "", sample["inputs"]) for sample in result["samples"]]   # h=float32[2, 4] too
     if result["findings"] and result["findings"][0]["check"] == "samples":
         return f"The doctor says: {result['findings'][0]['problem']}"
+    if result["verdict"] == "skip":                   # its note starts "skipped: ..."
+        return f"The doctor {result['notes'][0]}"
     if not result["samples"] or result["samples"][0]["source"] != "SAMPLES":
         return "The doctor made the inputs itself: add a log_activations entry to SAMPLES, then rerun both cells"
-    if [s["inputs"] for s in result["samples"]] != ["float32[2, 4]"]:
-        return f"The doctor ran it on {[s['inputs'] for s in result['samples']]}: one sample, torch.randn(2, 4)"
+    if inputs != ["float32[2, 4]"]:
+        return f"The doctor ran it on {inputs}: one sample, torch.randn(2, 4)"
     if result["verdict"] != "pass":
         return f"The doctor found: {result['findings'][0]['problem']}"
     return None
 
+# %% tags=["check"]
+#@title The exercise's check, continued (the report, if the doctor could write one)
+def check_logger_samples():
+    if not report_path.exists():
+        return labkit.exercises.check(False, "", f"The doctor could not run your module (exit status {doctor_exit}): "
+                                      "read its sentence above, fix the module's cell, then rerun both cells")
+    rows = json.loads(report_path.read_text())["results"]
+    problem = logger_samples_problem(next(row for row in rows if row["op"] == "nb06tiny::log_activations.default"))
+    return labkit.exercises.check(problem is None, "the logger ran on your sample, and passed.", str(problem))
+
 # %%
-latest = json.loads((project / "report.json").read_text())
-logger_row = next(row for row in latest["results"] if row["op"] == "nb06tiny::log_activations.default")
-logger_problem = logger_samples_problem(logger_row)
-logger_ok = labkit.exercises.check(logger_problem is None, "the logger ran on your sample, and passed.",
-                                   str(logger_problem))
+logger_ok = check_logger_samples()
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
 #@title Solution (open it once you have tried)
-# SAMPLES gains  log_activations: [((torch.randn(2, 4),), {})]  - the comma makes (x,) a tuple. The check runs the
-# doctor on that entry, and on scale's with the comma forgotten.
-import subprocess
+# SAMPLES gains  log_activations: [((torch.randn(2, 4),), {})]: the comma makes (x,) a tuple. Checked below with
+# labkit.doctor.check, the command's engine, on that entry and on the same entry with the comma forgotten.
+def silent_logger(name):
+    @torch.library.custom_op(f"nb06solved::{name}", mutates_args=())
+    def logger(h: torch.Tensor) -> None:
+        pass
 
-module = (project / "tiny_ops.py").read_text()
-(project / "solved.py").write_text(module[:module.index("SAMPLES = {")] + "SAMPLES = {scale: [((torch.randn(4)), {})], "
-                                   "log_activations: [((torch.randn(2, 4),), {})]}\n")
-subprocess.run([sys.executable, "-m", "labkit", "doctor", "solved.py", "--json", "solved.json"], cwd=project,
-               capture_output=True, check=False)
-rows = {r["op"]: r for r in json.loads((project / "solved.json").read_text())["results"]}
-assert logger_samples_problem(rows["nb06tiny::log_activations.default"]) is None, "the right entry passes"
-assert "with a comma" in logger_samples_problem(rows["nb06tiny::scale.default"]), "the forgotten comma is refused"
+    logger.register_fake(lambda h: None)
+    return logger
+
+right_op, comma_op = silent_logger("right"), silent_logger("comma")
+solved = labkit.doctor.check([right_op, comma_op], samples={right_op: [((torch.randn(2, 4),), {})],
+                                                          comma_op: [((torch.randn(2, 4)), {})]})
+rows = {row["op"]: row for row in solved.to_dict()["results"]}
+assert logger_samples_problem(rows["nb06solved::right.default"]) is None, "the right entry passes"
+assert "with a comma" in logger_samples_problem(rows["nb06solved::comma.default"]), "the forgotten comma is refused"
 
 # %% [markdown]
 # From Python, `labkit.doctor.check` does the same on ops in your kernel. The capstone's ops with the exercise's

@@ -168,7 +168,7 @@ def headroom(root: pathlib.Path, lab: dict) -> list[str]:
 
 def _used_minutes(agenda: dict, workshop: dict, notebook_minutes: list[int], numbers: list[str]) -> int:
     """An agenda's minutes before its buffer: the opening, its notebooks, its breaks (a lunch is one), the wrap-up."""
-    pauses = sum(pause["minutes"] for pause in agenda.get("breaks", []) if pause["after"] in numbers)
+    pauses = sum(pause.get("minutes", 0) for pause in agenda.get("breaks", []) if pause.get("after") in numbers)
     return workshop["setup_min"] + sum(notebook_minutes) + pauses + agenda["wrap_up_min"]
 
 
@@ -176,11 +176,11 @@ def _break_problems(agenda: dict) -> list[str]:
     """One sentence per break that is not after one of the agenda's notebooks, or has no whole minutes."""
     where = f"pyproject's {agenda['length_min']}-minute agenda"
     problems = [f"{where} has a break after {pause.get('after')!r}, which is none of its notebooks "
-                f"({', '.join(agenda['notebooks'])}): name the notebook it follows"
+                f"({', '.join(agenda['notebooks'])}): give its after = the notebook it follows"
                 for pause in agenda.get("breaks", []) if pause.get("after") not in agenda["notebooks"]]
-    return problems + [f"{where} has a break of {pause.get('minutes')!r} minutes: give it a whole number above 0"
-                       for pause in agenda.get("breaks", [])
-                       if not (isinstance(pause.get("minutes"), int) and pause.get("minutes", 0) > 0)]
+    return problems + [f"{where} has a break of {pause.get('minutes')!r} minutes: give its minutes = a whole number "
+                       "above 0" for pause in agenda.get("breaks", [])
+                       if not (type(pause.get("minutes")) is int and pause["minutes"] > 0)]
 
 
 def _sections(root: pathlib.Path, stem: str) -> set[str]:
@@ -190,11 +190,14 @@ def _sections(root: pathlib.Path, stem: str) -> set[str]:
 
 def agendas(root: pathlib.Path, lab: dict, minutes: dict[str, int]) -> list[str]:
     """INSTRUCTORS.md's agendas ([tool.lab.workshop]): each block's start and length, the buffer, what to
-    skip when late. FactsError when an agenda leaves less buffer than min_buffer, or names a missing §."""
+    skip when late, the notebooks it leaves out. FactsError when an agenda leaves less buffer than min_buffer,
+    names a missing §, or has a break after none of its notebooks or of no whole minutes."""
     workshop, by_number = lab["workshop"], {nb["stem"][:2]: nb for nb in lab["notebooks"]}
     lines = []
     for agenda in workshop["agendas"]:
         length = agenda["length_min"]
+        if problems := _break_problems(agenda):
+            raise FactsError("; ".join(problems))
         opening = "Opening: collect the pre-flight results done at home, triage each ✘ (table above)"
         blocks = [(opening, workshop["setup_min"], "")]
         for number in agenda["notebooks"]:
@@ -212,8 +215,6 @@ def agendas(root: pathlib.Path, lab: dict, minutes: dict[str, int]) -> list[str]
             blocks += [(pause.get("name", "Break"), pause["minutes"], "")
                        for pause in agenda.get("breaks", []) if pause["after"] == number]
         blocks.append(("Wrap-up: What to remember, and the Questions (answer key below)", agenda["wrap_up_min"], ""))
-        if problems := _break_problems(agenda):
-            raise FactsError("; ".join(problems))
         buffer = length - _used_minutes(agenda, workshop, [minutes[by_number[n]["stem"]] for n in agenda["notebooks"]],
                                         agenda["notebooks"])
         if buffer < workshop["min_buffer"] * length:

@@ -60,8 +60,8 @@ HIDE_GLOBS = json.loads((ROOT / "binder" / "jupyter_server_config.json").read_te
 
 
 def _cells(source: str) -> list[str]:
-    """The cells of a jupytext percent-format source, each with its ``# %%`` line."""
-    return re.split(r"(?m)^(?=# %%)", source)
+    """The cells of a jupytext percent-format source, each with its ``# %%`` line (``# %%writefile`` is a magic)."""
+    return re.split(r"(?m)^(?=# %%(?: |$))", source)
 
 
 def shown_text(item: str) -> bytes:

@@ -22,7 +22,7 @@ def markdown_lines(source: pathlib.Path) -> list[str]:
     """The lines of a jupytext percent source's markdown cells, without their leading '# '."""
     lines, in_markdown = [], False
     for line in source.read_text().splitlines():
-        if line.startswith("# %%"):
+        if line == "# %%" or line.startswith("# %% "):      # not '# %%writefile', a magic
             in_markdown = "[markdown]" in line
         elif in_markdown:
             lines.append(line[2:] if line.startswith("# ") else line.lstrip("#"))

@@ -165,6 +165,8 @@ def test_the_day_agenda_has_a_lunch_two_breaks_and_its_homework_and_check_catche
     homework = facts.duration(sum(minutes[stem] for stem in left_out))
     assert left_out and f"Not in this agenda ({homework} of learner time): {left_out[0][:2]} (" in section, section
     for bad, said in ((dict(after="11", minutes=10), "which is none of its notebooks"),
+                      (dict(minutes=10), "break after None, which is none of its notebooks"),
+                      (dict(after="01"), "break of None minutes"), (dict(after="01", minutes=True), "of True minutes"),
                       (dict(after="01", minutes=0), "a whole number above 0")):
         agenda = {**day, "breaks": [*day["breaks"], bad]}
         with pytest.raises(facts.FactsError, match=said):
@@ -174,6 +176,7 @@ def test_the_day_agenda_has_a_lunch_two_breaks_and_its_homework_and_check_catche
                                         f"{day['length_min']}-minute agenda has an unknown key 'minute': the allowed "
                                         "keys are after, minutes, name"]
     root = _copy_of_the_lab(tmp_path)
+    assert _check(root).returncode == 0, "the copy is current before the lunch grows"
     pyproject = root / "pyproject.toml"
     pyproject.write_text(pyproject.read_text().replace('minutes = 45, name = "Lunch"', 'minutes = 60, name = "Lunch"'))
     stale = _check(root)
