@@ -83,7 +83,7 @@ def changes_html(controls: list[tuple[str, object, object]], before: dict[str, s
     """One line: which controls changed since the previous state, and which facts changed with them."""
     if before is None or not controls:
         return ""
-    flipped = ", ".join(f"{name} {old!s} → {new!s}" for name, old, new in controls)
+    flipped = "; ".join(f"{name}: {old!s} → {new!s}" for name, old, new in controls)
     moved = [f"{html.escape(key)}: {html.escape(before[key])} → <b>{html.escape(value)}</b>"
              for key, value in after.items() if key in before and before[key] != value]
     said = "; ".join(moved) if moved else "nothing else changed"

@@ -47,6 +47,14 @@ def _options(control: widgets.Widget) -> list | None:
     return [o if isinstance(o, str) else o[1] for o in control.options]
 
 
+def _shown(control: widgets.Widget, value) -> str:
+    """A control's value as the learner reads it: its option's label where the options are (label, value) pairs."""
+    for option in getattr(control, "options", ()):
+        if not isinstance(option, str) and option[1] == value:
+            return str(option[0])
+    return str(value)
+
+
 class LabWidget:
     """Shared plumbing: controls -> state -> cached compute -> view.
 
@@ -64,7 +72,7 @@ class LabWidget:
         self.view = widgets.HTML()
         self._cache: dict = {}
         self._holding = False
-        self._last: tuple | None = None  # (state, facts) of the state shown before this one
+        self._last: tuple | None = None  # (state, facts, the controls' values) of the state shown before this one
         for control in controls.values():
             control.observe(self._changed, names="value")
         self._labels = {}
@@ -188,12 +196,14 @@ class LabWidget:
 
     def _note_changes(self, state: tuple, facts: dict[str, str]) -> None:
         """Say which controls changed since the state shown before, and which facts changed with them."""
+        visible = LabWidget.state.fget(self)      # what the controls show, not the state a lab computes from
         if self._last is not None and self._last[0] != state:
-            flipped = [(name, old, new) for name, old, new in zip(self.controls, self._last[0], state) if old != new]
+            flipped = [(self._labels[name].value, _shown(self.controls[name], old), _shown(self.controls[name], new))
+                       for name, old, new in zip(self.controls, self._last[2], visible) if old != new]
             self.changes.value = views.changes_html(flipped, self._last[1], facts)
         elif self._last is None:
             self.changes.value = ""
-        self._last = (state, facts)
+        self._last = (state, facts, visible)
 
     def _show(self, state: tuple, view_html: str) -> None:
         """Draw ``view_html`` and remember the state it shows (what the static view and repr name)."""
@@ -366,8 +376,12 @@ class DynamicLab(LabWidget):
         self._op_kind_only_when_used()
 
     def _op_kind_only_when_used(self, _change=None) -> None:
-        """A data-dependent size belongs to the op that returns a tensor; grey the control out otherwise."""
-        self.controls["op_kind"].disabled = self.controls["declaration"].value != "pure, result unused"
+        """A data-dependent size belongs to the op that returns a tensor; grey the control out otherwise, showing
+        the size the lab then computes with (a toggle left on "data-dependent" would show a state not computed)."""
+        unused_result = self.controls["declaration"].value == "pure, result unused"
+        self.controls["op_kind"].disabled = not unused_result
+        if not unused_result:
+            self.controls["op_kind"].value = "shape-following"
 
     @property
     def state(self) -> tuple:

@@ -244,6 +244,10 @@ def torch_log_state() -> object:
 
 
 def set_torch_log_state(state: object) -> None:
+    """Give torch back a record from :func:`torch_log_state` and configure every logger of torch's registry by it,
+    as ``set_logs`` would: those created since the record was taken too (an artifact logger such as
+    ``__recompiles`` is created at its module's first import, often inside a first compile)."""
     from torch._logging import _internal
 
     _internal._set_log_state(state)
+    _internal._init_logs()

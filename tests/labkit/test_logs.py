@@ -63,6 +63,39 @@ def test_a_learners_own_set_logs_survives_a_torch_logs_block(capfd):
         torch._logging.set_logs()
 
 
+NESTED = """
+import json, logging, sys, torch
+from labkit.logs import torch_logs
+def f(x):
+    return x * 2
+with torch_logs(recompiles=True) as outer:
+    with torch_logs(graph_code=True) as inner:          # the process's first compile: __recompiles is made here
+        torch.compile(f, backend="eager")(torch.ones(2))
+    torch.compile(f, backend="eager")(torch.ones(3))   # a recompile, after the inner block ended
+ended = len(outer.getvalue())
+torch.compile(f, backend="eager")(torch.ones(4, 4))  # after both blocks: into neither buffer
+logging.getLogger("torch._dynamo").warning("a torch warning after both blocks")
+print(json.dumps({"inner": "def forward" in inner.getvalue(), "outer": "Recompiling function" in outer.getvalue(),
+                  "outer_kept": outer.getvalue()[ended:] == "", "inner_leaked": "Recompiling" in inner.getvalue()}))
+"""
+
+
+def test_a_nested_block_in_a_first_compile_leaves_the_outer_block_its_logs(capfd):
+    """The outer block of two nested torch_logs blocks, the process's first compile inside the inner one, still
+    catches its own log afterwards (torch's __recompiles logger, created inside the inner block, was left off by
+    its restore); after both blocks neither buffer grows, and torch writes to the real stderr again."""
+    import json
+    import subprocess
+
+    from repo import ROOT
+
+    done = subprocess.run([sys.executable, "-c", NESTED], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen == {"inner": True, "outer": True, "outer_kept": True, "inner_leaked": False}, seen
+    assert "a torch warning after both blocks" in done.stderr, "torch logs to the real stderr after the blocks"
+
+
 def test_a_missing_tlparse_is_one_sentence_naming_the_install_and_nothing_is_downloaded(monkeypatch, tmp_path):
     """Nothing downloads while a lesson runs: without tlparse, torch_trace_report refuses before it starts the
     traced program (it used to pip-install tlparse there)."""

@@ -179,6 +179,33 @@ def test_the_static_view_names_the_state_its_report_was_computed_with():
         ops.drop_namespace("t_static_d")
 
 
+def test_since_the_previous_state_names_what_the_learner_sees_and_no_toggle_that_did_not_move():
+    """The line under a lab's controls names each control by its label and only the controls whose shown value
+    changed: never an internal name (op_kind, typed_name, scheme), never a greyed-out toggle the learner did not
+    touch. A toggle greyed out shows the value the lab computes with."""
+    dynamic_lab = w.DynamicLab(namespace="t_since_d", op_kind="data-dependent")
+    naming_lab = w.NamingLab(namespace="t_since_n", scheme="a name I type", typed_name="mylab::my_op")
+    try:
+        dynamic_lab.set(declaration="has_side_effect")
+        assert dynamic_lab.controls["op_kind"].disabled and dynamic_lab.controls["op_kind"].value == "shape-following"
+        moved = dynamic_lab.changes.value
+        assert "the op: pure, result unused → has_side_effect" in moved and "output size: data-dependent → " \
+            "shape-following" in moved, moved
+        dynamic_lab.set(declaration="pure, result unused")
+        back = dynamic_lab.changes.value
+        assert "the op: has_side_effect → pure, result unused" in back and "output size" not in back, back
+        naming_lab.set(typed_name="myop")
+        assert "your name: mylab::my_op → myop" in naming_lab.changes.value, naming_lab.changes.value
+        naming_lab.set(scheme="one shared name")
+        assert "names: a name I type → one shared name" in naming_lab.changes.value, naming_lab.changes.value
+        for lab in (dynamic_lab, naming_lab):
+            assert not any(name in lab.changes.value for name in ("op_kind", "typed_name", "scheme"))
+    finally:
+        for lab, namespace in ((dynamic_lab, "t_since_d"), (naming_lab, "t_since_n")):
+            lab.close()
+            ops.drop_namespace(namespace)
+
+
 # --- the refusals a widget shows come from labkit's core, and are asked again, never remembered -------------
 
 
