@@ -80,7 +80,7 @@ OUTPUT_CODE = "torch._inductor.codecache.__output_code"    # the logger behind T
 CUDAGRAPHS = "torch._inductor.cudagraph_utils.__cudagraphs"   # the logger behind TORCH_LOGS=cudagraphs
 CODECACHE = "torch._inductor.codecache"        # the cache key's details, at DEBUG (TORCH_LOGS="+inductor")
 REINPLACE = "torch._inductor.fx_passes.reinplace"   # re-inplacing's verdicts, at INFO (TORCH_LOGS="inductor")
-TRITON_OP = "torch._library.triton"    # triton_op's own, e.g. its WARNING where Triton is not installed
+TRITON_OP = internals.TRITON_OP_LOGGER    # triton_op's own, e.g. its WARNING where Triton is not installed
 
 
 def counters(group: str = "inductor"):

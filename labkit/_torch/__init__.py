@@ -30,7 +30,7 @@ from .config import (
     cpp_compiler, fresh_cache_dir, vec_isa_settled_env, config_patches, import_compiler, cache_counters,
     graph_caches_off, python_defined_op_names, key_every_compile_on, HIGHER_ORDER_WRAPPERS, wrapped_op,
     on_dynamo_compile_start, aliasing_check_raises, dynamo_disabled, torch_counters, clear_torch_counters,
-    torch_log_state, set_torch_log_state,
+    torch_log_state, set_torch_log_state, TRITON_OP_LOGGER,
 )
 from .aoti import (
     aoti_compile_and_package, aoti_load_package,
@@ -76,7 +76,8 @@ __all__ = [
     'resolve_overload', 'packet_overloads', 'is_dangling', 'qualname_of', 'schema_of', 'argument_names',
     'written_args', 'declared_output_aliases', 'return_types', 'same_storage', 'is_mutable', 'mark_side_effect',
     'unmark_side_effect', 'register_ordered_effect', 'is_impure', 'has_fake_impl', 'torch_log_state',
-    'set_torch_log_state', 'all_op_names', 'overload_names', 'schema_arguments', 'library_op_names', 'op_key',
+    'set_torch_log_state', 'TRITON_OP_LOGGER',
+    'all_op_names', 'overload_names', 'schema_arguments', 'library_op_names', 'op_key',
     'cpp_compiler', 'fresh_cache_dir', 'vec_isa_settled_env', 'config_patches', 'import_compiler',
     'cache_counters', 'graph_caches_off', 'python_defined_op_names', 'key_every_compile_on',
     'HIGHER_ORDER_WRAPPERS', 'wrapped_op', 'on_dynamo_compile_start', 'aliasing_check_raises',

@@ -233,6 +233,10 @@ def clear_torch_counters() -> None:
     counters.clear()
 
 
+# The logger of torch's private torch._library.triton (triton_op's module): its WARNING where Triton is missing.
+TRITON_OP_LOGGER = "torch._library.triton"
+
+
 def torch_log_state() -> object:
     """A copy of torch's record of which logs and artifacts ``set_logs``/``TORCH_LOGS`` turned on (give it back with
     the next). A copy: ``set_logs`` changes that record in place, so keeping the live object keeps nothing."""
