@@ -5,9 +5,17 @@ has tools/; a script run as ``python tools/x.py`` has its own folder on sys.path
 """
 
 import pathlib
+import re
 import subprocess
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+# The line that opens a cell of a lesson (jupytext's percent format): "# %%" alone or before a space; a line such as
+# "# %%writefile {path}" is a cell magic inside a cell, not a new cell.
+CELL_MARKER = r"# %%(?: |$)"
+
+
+def starts_a_cell(line: str) -> bool:
+    return re.match(CELL_MARKER, line) is not None
 
 
 def commit() -> str | None:

@@ -28,7 +28,7 @@ import subprocess
 import sys
 import time
 
-from repo import ROOT
+from repo import CELL_MARKER, ROOT
 from showings import SHOWINGS  # where each widget is shown, and its README picture
 
 SCREENSHOTS = ROOT / "docs" / "screenshots"
@@ -61,7 +61,7 @@ HIDE_GLOBS = json.loads((ROOT / "binder" / "jupyter_server_config.json").read_te
 
 def _cells(source: str) -> list[str]:
     """The cells of a jupytext percent-format source, each with its ``# %%`` line (``# %%writefile`` is a magic)."""
-    return re.split(r"(?m)^(?=# %%(?: |$))", source)
+    return re.split(rf"(?m)^(?={CELL_MARKER})", source)
 
 
 def shown_text(item: str) -> bytes:

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from repo import ROOT
+from repo import ROOT, starts_a_cell
 
 SOURCES = sorted((ROOT / "lessons").glob("[0-9][0-9]_*.py"))
 INSTRUCTORS = ROOT / "INSTRUCTORS.md"
@@ -22,7 +22,7 @@ def markdown_lines(source: pathlib.Path) -> list[str]:
     """The lines of a jupytext percent source's markdown cells, without their leading '# '."""
     lines, in_markdown = [], False
     for line in source.read_text().splitlines():
-        if line == "# %%" or line.startswith("# %% "):      # not '# %%writefile', a magic
+        if starts_a_cell(line):
             in_markdown = "[markdown]" in line
         elif in_markdown:
             lines.append(line[2:] if line.startswith("# ") else line.lstrip("#"))

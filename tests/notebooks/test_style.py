@@ -13,7 +13,7 @@ import re
 
 import jupytext
 
-from repo import ROOT
+from repo import ROOT, starts_a_cell
 
 # Every lesson's source, a new one too from its first line (facts.py refuses one without its registry entry).
 SOURCES = sorted((ROOT / "lessons").glob("[0-9][0-9]_*.py"))
@@ -26,8 +26,7 @@ NAMESPACES = {"Library", "_scoped_library"}
 
 def code_cells(path):
     """(cell index, line of its '# %%' marker, source) for each code cell, read with jupytext."""
-    markers = [n for n, line in enumerate(path.read_text().splitlines(), 1)      # not '# %%writefile': a magic
-               if line == "# %%" or line.startswith("# %% ")]
+    markers = [n for n, line in enumerate(path.read_text().splitlines(), 1) if starts_a_cell(line)]
     cells = jupytext.read(path).cells
     assert len(markers) == len(cells), f"{path.name}: every cell must start with a '# %%' line"
     return [(i, line, cell.source) for i, (line, cell) in enumerate(zip(markers, cells))
