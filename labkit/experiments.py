@@ -153,13 +153,13 @@ def dce_experiment(declaration: str, dynamic: bool | None, shapes=(4, 6, 8), dev
 DECLARATION_SECTION = "6. Four ways to get it wrong, each one run"
 
 
-def declaration_lesson() -> tuple[str, str]:
-    """(words, link): the lesson that explains a pure declaration over a kernel that writes ``x``, as the naming
-    lab's sentence names it and the link JupyterLab (and a static page) opens: the notebook, at that section."""
+def declaration_lesson() -> tuple[str, str, str]:
+    """(words, link, heading): the lesson that explains a pure declaration over a kernel that writes ``x``, as the
+    naming lab's sentence names it, the address its link opens (:meth:`labkit.lessons.Lesson.href`: the notebook
+    beside this one, at that section; on Colab, the published notebook), and the section's heading."""
     lesson = notebook_about("mutates_args")
-    number = DECLARATION_SECTION.split(".")[0]
-    return (f"notebook {lesson.number}, section {number}",
-            f"{lesson.stem}.ipynb#{DECLARATION_SECTION.replace(' ', '-')}")
+    number, heading = DECLARATION_SECTION.split(". ", 1)
+    return f"notebook {lesson.number}, section {number}", lesson.href(DECLARATION_SECTION), heading
 
 
 def _wrong_for_its_declaration(steps) -> str:
@@ -195,8 +195,8 @@ def naming_story(result: naming.NamingResult) -> str:
     if second.stale:
         luck = ("the answer still looks right only because the old artifact happens to call the op."
                 if second.correct else "so the second compile is silently wrong.")
-        cache = (f"The second compile got the first one's artifact from the cache (#187319): it was built "
-                 f"for '{first.declared}', {luck}")
+        cache = (f"The second compile got the first one's artifact from the cache, whose key holds the op's name "
+                 f"but not its declaration: it was built for '{first.declared}', {luck}")
     elif first.name == second.name:
         cache = ("Same name, but the cache could not confuse them: "
                  + ("the fingerprint of the declarations is part of the key." if result.policy == "fingerprinted"

@@ -12,6 +12,7 @@ Imports nothing of labkit's.
 
 from __future__ import annotations
 
+import sys
 from typing import NamedTuple
 
 # Each topic a notebook's ``topics`` names -> (the notebook's stem, its title).
@@ -25,6 +26,7 @@ LESSONS = {
     "graph breaks": ("07_data_dependent_shapes", "Data-dependent shapes"),
     "fake kernels": ("10_beyond_the_shape", "Beyond the shape"),
 }
+ON_COLAB = "https://colab.research.google.com/github/torch-compile-lab/custom-ops-lab/blob/main/notebooks/"
 # END lessons
 
 
@@ -36,6 +38,21 @@ class Lesson(NamedTuple):
     def number(self) -> str:
         """``"05"``: the number a learner sees on the notebook."""
         return self.stem[:2]
+
+    def href(self, section: str | None = None) -> str:
+        """Where a link from another notebook to this one points: the file beside it, at ``section``'s heading as
+        JupyterLab and static pages name it (``<stem>.ipynb#<the heading, spaces as dashes>``). JupyterLab (4.6)
+        opens it in the same window; it scrolls to the heading where the notebook is open already, but not in one
+        it has just opened, which stays at its top. On Colab, where an address relative to the notebook does not
+        resolve, the published notebook (Colab names a section by a cell id of its own, so at its top too)."""
+        if on_colab():
+            return f"{ON_COLAB}{self.stem}.ipynb"
+        return f"{self.stem}.ipynb" + (f"#{section.replace(' ', '-')}" if section else "")
+
+
+def on_colab() -> bool:
+    """Whether this kernel is Colab's (its ``google.colab`` module is loaded there, and nowhere else)."""
+    return "google.colab" in sys.modules
 
 
 def notebook_about(topic: str) -> Lesson:

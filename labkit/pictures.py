@@ -14,13 +14,12 @@ from __future__ import annotations
 
 from .logs import call_steps
 from .ops import split_qualname
-from .render import (OUTSIDE, RAISED, RAISED_AT_RUN_TIME, RAN_THEN_RAISED, RAN_TONES, TONES, inductor_kernel_calls,
-                     ran_mark, require_report, stage_code, stage_marks)
+from .render import (OUTSIDE, RAISED, RAISED_AT_RUN_TIME, RAN_THEN_RAISED, inductor_kernel_calls, mark_tone, ran_mark,
+                     removal_tone, require_report, stage_code, stage_marks)
 
 PALETTE = {"op": "#ffe08a", "input": "#dbe9ff", "output": "#d8f0d2", "write": "#b00020", "written": "#f8c9cf",
-           "plain": "#f2f2f2", "removed": "#bbbbbb", "edge": "#555555", "blank": "#ffffff",
-           # a mark's tone (labkit.render.TONES): kept, removed or raised, not reached, a graph break
-           "ok": "#c8ecd2", "bad": "#f8c9cf", "warn": "#fde9c4", "muted": "#e6e6e6"}
+           "plain": "#f2f2f2", "removed": "#bbbbbb", "edge": "#555555", "blank": "#ffffff",   # then a mark's tone:
+           "ok": "#c8ecd2", "bad": "#f8c9cf", "warn": "#fde9c4", "muted": "#e6e6e6"}   # labkit.render.mark_tone
 FONT = 9
 
 
@@ -516,16 +515,17 @@ PICTURE_WORDS = {RAISED: "torch\nraised here", OUTSIDE: "graph break,\nran eager
                  RAN_THEN_RAISED: "yes, then\ntorch raised", RAISED_AT_RUN_TIME: "torch raised\nat run time"}
 
 
-def draw_fate(report, op_name: str, title: bool = True):
-    """A picture of the op's path through the stages, a box per stage with the mark the table uses (kept, removed,
-    …) in its tone's colour, then whether its kernel ran."""
+def draw_fate(report, op_name: str, title: bool = True, removal: str | None = None):
+    """The op's path through the stages: a box per stage with the table's mark in its tone, then whether its kernel
+    ran. A removal takes the verdict's tone, or ``removal``'s (a lab's headline's: :func:`render.removal_tone`)."""
     import matplotlib.patches as patches
 
     require_report(report, "draw_fate")
-    fig, ax = figure(7.5, 1.6)
-    marks, ran, words = stage_marks(report, op_name), ran_mark(report, op_name), PICTURE_WORDS
-    boxes = [(PICTURE_TITLES[s], marks[s], TONES[marks[s]]) for s in marks]
-    boxes.append((PICTURE_TITLES["ran"], ran, RAN_TONES[ran]))
+    if removal not in (None, "ok", "bad"):
+        raise ValueError(f"removal must be 'ok' or 'bad' (or left out: the verdict's tone), not {removal!r}.")
+    fig, ax, words, removal = *figure(7.5, 1.6), PICTURE_WORDS, removal or removal_tone(report)
+    marks, ran = stage_marks(report, op_name), ran_mark(report, op_name)
+    boxes = [(PICTURE_TITLES[s], m, mark_tone(m, removal)) for s, m in [*marks.items(), ("ran", ran)]]
     for i, (label, word, tone) in enumerate(boxes):
         ax.add_patch(patches.Rectangle((i * 2.5, 0), 2.1, 1, facecolor=PALETTE[tone], edgecolor=PALETTE["edge"]))
         ax.text(i * 2.5 + 1.05, 0.68, label, ha="center", va="center", fontsize=FONT)

@@ -271,19 +271,37 @@ _PRE = ("font-family:monospace;font-size:11px;white-space:pre-wrap;word-break:br
         "margin:4px 0;padding:6px;background:#f7f7f7")
 
 
-def _mark_cell(mark: str, span: int = 1) -> str:
-    weight = "bold" if TONES[mark] in ("bad", "warn") else "normal"
-    return (f'<td style="{CELL_STYLE};color:{COLOURS[TONES[mark]]};font-weight:{weight}"'
+def mark_tone(mark: str, removal: str = "bad") -> str:
+    """A stage's mark's tone. ``removal`` is the tone of "removed" and of a kernel that did not run ("no"): a removal
+    is the bug where the panel's headline is red (a write lost, a side effect lost), and no difference a caller can
+    observe where it is green (dead code), so a panel gives its headline's tone: one tone for the whole panel."""
+    return removal if mark in (REMOVED, "no") else {**TONES, **RAN_TONES}[mark]
+
+
+def removal_tone(report: StageReport, headline: tuple[str, str] | None = None) -> str:
+    """The tone a removal takes in a panel: its headline's (``headline``, as :func:`labkit.views.lab_headline`
+    gives), else the verdict's, and "bad" where torch raised (no verdict)."""
+    if headline is not None:
+        return headline[0]
+    return "ok" if report.verdict is not None and report.verdict.agree else "bad"
+
+
+def _mark_cell(mark: str, span: int = 1, removal: str = "bad") -> str:
+    tone = mark_tone(mark, removal)
+    weight = "bold" if tone in ("bad", "warn") else "normal"
+    return (f'<td style="{CELL_STYLE};color:{COLOURS[tone]};font-weight:{weight}"'
             f'{f" colspan={span}" if span > 1 else ""}>{mark}</td>')
 
 
-def fate_table(report: StageReport, ops: list[str]) -> str:
-    """Kernel runs (eager, compiled) and the op's mark at each stage, one row per op, columns aligned."""
+def fate_table(report: StageReport, ops: list[str], removal: str = "bad") -> str:
+    """Kernel runs (eager, compiled) and the op's mark at each stage, one row per op, columns aligned; "removed" in
+    the ``removal`` tone (:func:`removal_tone`)."""
     heads = ["op", "kernel runs, eager", "kernel runs, compiled", "Dynamo graph", "AOTAutograd graph", "Inductor code"]
     rows = []
     for op in ops:
         marks = stage_marks(report, op)
-        cells = (_mark_cell(OUTSIDE, 3) if OUTSIDE in marks.values() else "".join(_mark_cell(marks[s]) for s in marks))
+        cells = (_mark_cell(OUTSIDE, 3) if OUTSIDE in marks.values()
+                 else "".join(_mark_cell(marks[s], removal=removal) for s in marks))
         rows.append(f'<tr><td style="{CELL_STYLE}"><code>{html.escape(op)}</code></td>'
                     f'<td style="{NUMBER_STYLE}">{report.eager_calls.get(op, 0)}</td>'
                     f'<td style="{NUMBER_STYLE}">{report.compiled_calls.get(op, 0)}</td>{cells}</tr>')
@@ -331,7 +349,7 @@ def to_html(report: StageReport, ops: list[str] | None = None, headline: tuple[s
         for stage, c in stage_code(report).items())
     head = f"<p style='margin:4px 0'>{html.escape(head_line(report))}</p>"
     return (f"<div class='labkit-report' style='text-align:left;white-space:normal'>{head}{verdict}{errors}"
-            f"{fate_table(report, ops)}{code}</div>")
+            f"{fate_table(report, ops, removal_tone(report, headline))}{code}</div>")
 
 
 class Shown:

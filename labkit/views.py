@@ -14,8 +14,8 @@ from __future__ import annotations
 import html
 
 from . import pictures, recordings
-from .render import (CELL_STYLE, COLOURS, NUMBER_STYLE, REMOVED, STAGE_NAMES, and_list, ran_mark, require_report,
-                     stage_marks, to_html)
+from .render import (CELL_STYLE, COLOURS, NUMBER_STYLE, REMOVED, STAGE_NAMES, and_list, ran_mark, removal_tone,
+                     require_report, stage_marks, to_html)
 from .stages import StageReport
 
 
@@ -91,9 +91,9 @@ def changes_html(controls: list[tuple[str, object, object]], before: dict[str, s
             f"margin:4px 0'><b>Since the previous state</b> ({html.escape(flipped)}): {said}.</div>")
 
 
-def naming_html(result, story: str, link: tuple[str, str] | None = None) -> str:
+def naming_html(result, story: str) -> str:
     """The naming experiment's table: each step's declaration, what its handle reports, kernel runs, x, the cache;
-    then the story. ``link`` (words, href): where the story names a lesson in those words, they link to it."""
+    then the story (a lesson it names is linked under the view: :func:`lesson_link_html`)."""
     hit = f"<b style='color:{COLOURS['bad']}'>hit: reused</b>"
     rows = "".join(
         f"<tr><td style='{CELL_STYLE}'>{i + 1}. declare <code>{html.escape(s.name)}</code> as <b>{s.declared}</b>, "
@@ -108,29 +108,44 @@ def naming_html(result, story: str, link: tuple[str, str] | None = None) -> str:
     return (f"<div style='white-space:normal'><p style='margin:4px 0'>The kernel always adds 1 to <code>x</code> "
             f"(zeros); only the declaration changes. Cache policy <code>{html.escape(result.policy)}</code>, in a "
             f"fresh cache directory.</p><table style='border-collapse:collapse;margin:4px 0'><tr>{head}</tr>{rows}"
-            f"</table><p style='margin:4px 0'>{_linked(story, link)}</p></div>")
+            f"</table><p style='margin:4px 0'>{html.escape(story)}</p></div>")
 
 
-def _linked(text: str, link: tuple[str, str] | None) -> str:
-    """``text`` as HTML, its first mention of ``link``'s words a link to its href (split before escaping, so the
-    words are never matched inside an escaped character)."""
-    if link is None or link[0] not in text:
-        return html.escape(text)
-    before, words, after = text.partition(link[0])
-    return (html.escape(before) + f"<a href='{html.escape(link[1])}' target='_blank' "
-            f"style='color:#0645ad;text-decoration:underline'>{html.escape(words)}</a>" + html.escape(after))
+def lesson_link_html(words: str, href: str, heading: str) -> str:
+    """A link to the lesson a lab's story names. A lab shows it in an ``Output`` widget, so that JupyterLab's own
+    renderer draws it: there a link to a notebook opens it in JupyterLab, beside this one and at its section (in
+    a widget's HTML view the browser would open a second JupyterLab in a new tab). An absolute address (Colab's)
+    opens in a new tab."""
+    away = href.startswith("https://")
+    target = " target='_blank' rel='noopener'" if away else ""
+    where = "opens in a new tab" if away else "opens beside this notebook"
+    return (f"<p style='margin:4px 0'>Why: <a href='{html.escape(href)}'{target} style='color:#0645ad;"
+            f"text-decoration:underline'>{html.escape(words)}</a>, “{html.escape(heading)}” ({where}).</p>")
+
+
+def lesson_link_output(link: tuple[str, str, str] | None) -> tuple[dict, ...]:
+    """An ``Output`` widget's outputs showing :func:`lesson_link_html` for ``link`` (words, href, heading); none
+    for None. Set as the widget's ``outputs``, never printed, so nothing leaks into a cell's stored output."""
+    if link is None:
+        return ()
+    words, href, heading = link
+    return ({"output_type": "display_data", "metadata": {},
+             "data": {"text/html": lesson_link_html(*link), "text/plain": f"Why: {words}, “{heading}” ({href})"}},)
 
 
 _FATE_PNGS: dict[tuple, str] = {}
 
 
-def fate_picture_html(report: StageReport, op_name: str) -> str:
-    """:func:`labkit.pictures.draw_fate`'s picture as an HTML image (a widget shows it so); cached by what it shows."""
+def fate_picture_html(report: StageReport, op_name: str, headline: tuple[str, str] | None = None) -> str:
+    """:func:`labkit.pictures.draw_fate`'s picture as an HTML image (a widget shows it so), a removal in the tone of
+    the panel's ``headline``; cached by what it shows."""
     import base64
 
-    key = (tuple(stage_marks(report, op_name).values()), ran_mark(report, op_name))
+    removal = removal_tone(report, headline)
+    key = (tuple(stage_marks(report, op_name).values()), ran_mark(report, op_name), removal)
     if key not in _FATE_PNGS:
-        _FATE_PNGS[key] = base64.b64encode(pictures.png(pictures.draw_fate(report, op_name, title=False))).decode()
+        figure = pictures.draw_fate(report, op_name, title=False, removal=removal)
+        _FATE_PNGS[key] = base64.b64encode(pictures.png(figure)).decode()
     alt = html.escape(", ".join(f"{STAGE_NAMES[s]} {m}" for s, m in zip(STAGE_NAMES, key[0])) + f", ran {key[1]}")
     return f"<img alt='{alt}' title='{alt}' src='data:image/png;base64,{_FATE_PNGS[key]}' style='max-width:100%'>"
 
@@ -167,8 +182,7 @@ def declaration_view_html(declaration: str, meaning: str, schema: str, report: S
     return (f"<div style='white-space:normal'><p style='margin:4px 0'><b>{html.escape(declaration)}</b>: the "
             f"kernel {html.escape(meaning)}.<br>schema: <code>{html.escape(schema)}</code><br>"
             f"<code>def step(x): out = op(x); return x * 2 if out is None else x + out</code></p>"
-            + fate_picture_html(report, op_name) + to_html(report, [op_name], lab_headline(report, op_name))
-            + "</div>")
+            + _fate_and_report(report, op_name, lab_headline(report, op_name)) + "</div>")
 
 
 def name_refused_html(problem: str) -> str:
@@ -184,8 +198,12 @@ def dce_view_html(schema: str, op_name: str, report: StageReport, side_effect: b
             f"return x + 1</code>: the op's result is never used.<br>schema <code>{html.escape(schema)}</code>"
             f"<br>graphs compiled per call: <b>{report.graphs_per_call}</b> (recompiles: {report.recompiles}); "
             f"input shapes each graph was built for: <code>{html.escape(sizes or 'none')}</code></p>"
-            + fate_picture_html(report, op_name)
-            + to_html(report, [op_name], lab_headline(report, op_name, side_effect)) + "</div>")
+            + _fate_and_report(report, op_name, lab_headline(report, op_name, side_effect)) + "</div>")
+
+
+def _fate_and_report(report: StageReport, op_name: str, headline: tuple[str, str]) -> str:
+    """The op's fate as a picture, then the report under the lab's ``headline``: both give a removal its tone."""
+    return fate_picture_html(report, op_name, headline) + to_html(report, [op_name], headline)
 
 
 # --- a GPU cell's recording, in a kernel without a GPU --------------------------------------------------

@@ -3,7 +3,8 @@
 Every widget here can be driven from Python — set a control's ``.value`` (or call ``set``)
 and read ``.report`` or ``.view.value`` — which is how the tests use them. The view is
 redrawn by assigning ``view.value``, never by printing inside an ``Output`` widget, so
-nothing leaks into a cell's stored output.
+nothing leaks into a cell's stored output. The one ``Output`` a lab has, ``lesson_link``, holds the link to a
+lesson its story names (JupyterLab opens a link drawn there beside the notebook); it too is assigned.
 
 Not here: HTML (:mod:`labkit.views` draws every view, title and status line), and the experiments
 (:mod:`labkit.experiments` runs them, UI-free).
@@ -70,6 +71,7 @@ class LabWidget:
         self.status = widgets.HTML()
         self.changes = widgets.HTML()    # what changed since the previous state: not part of a state's view
         self.view = widgets.HTML()
+        self.lesson_link = widgets.Output()   # the lesson the view's story names: see views.lesson_link_html
         self._cache: dict = {}
         self._holding = False
         self._last: tuple | None = None  # (state, facts, the controls' values) of the state shown before this one
@@ -83,7 +85,8 @@ class LabWidget:
                 control.style.button_width = control.style.button_width or "86px"
         self._rows = [widgets.HBox([self._labels[name], control]) for name, control in controls.items()]
         self._controls_box = widgets.VBox(self._rows)
-        self.ui = widgets.VBox([self.heading, self._controls_box, self.status, self.changes, self.view])
+        self.ui = widgets.VBox([self.heading, self._controls_box, self.status, self.changes, self.view,
+                                self.lesson_link])
         self.update()
 
     # -- state ------------------------------------------------------------------------------
@@ -164,6 +167,11 @@ class LabWidget:
         """Whether ``result`` stays true while the state is unchanged (override when it may not)."""
         return True
 
+    def lesson(self, result) -> tuple[str, str, str] | None:
+        """The lesson the view's story names for ``result``, as (words, href, heading), linked under the view; none
+        by default."""
+        return None
+
     def result(self, state: tuple | None = None):
         state = self.state if state is None else state
         if state in self._cache:
@@ -183,15 +191,15 @@ class LabWidget:
             self.status.value = views.COMPILING_HTML
         try:
             result = self.result(state)
-            self._show(state, self.render(result))
+            self._show(state, self.render(result), self.lesson(result))
             self.status.value = "" if not fresh else views.COMPUTED_NOW_HTML
             self._note_changes(state, self.facts(result))
         except Exception as error:  # noqa: BLE001 - a widget must never kill a learner's kernel
             self.status.value = ""
-            self._show(state, views.could_not_compute_html(error))
+            self._show(state, views.could_not_compute_html(error), None)
         except KeyboardInterrupt:
             self.status.value = ""
-            self._show(state, views.INTERRUPTED_HTML)
+            self._show(state, views.INTERRUPTED_HTML, None)
             raise
 
     def _note_changes(self, state: tuple, facts: dict[str, str]) -> None:
@@ -205,10 +213,12 @@ class LabWidget:
             self.changes.value = ""
         self._last = (state, facts, visible)
 
-    def _show(self, state: tuple, view_html: str) -> None:
-        """Draw ``view_html`` and remember the state it shows (what the static view and repr name)."""
-        self._shown_state = state
+    def _show(self, state: tuple, view_html: str, lesson: tuple[str, str, str] | None) -> None:
+        """Draw ``view_html`` and the link to ``lesson``, and remember the state they show (what the static view and
+        repr name)."""
+        self._shown_state, self._shown_lesson = state, lesson
         self.view.value = view_html
+        self.lesson_link.outputs = views.lesson_link_output(lesson)
 
     # -- display and lifetime ---------------------------------------------------------------
     def _ipython_display_(self):
@@ -220,7 +230,8 @@ class LabWidget:
             return
         bundle = {
             "text/plain": repr(self),
-            "text/html": views.static_view_html(self.title, self.describe(), self.view.value),
+            "text/html": views.static_view_html(self.title, self.describe(), self.view.value + (
+                views.lesson_link_html(*self._shown_lesson) if getattr(self, "_shown_lesson", None) else "")),
             "application/vnd.jupyter.widget-view+json": {
                 "version_major": 2, "version_minor": 0, "model_id": self.ui.model_id},
         }
@@ -234,7 +245,7 @@ class LabWidget:
     def all_widgets(self) -> list[widgets.Widget]:
         """Every ipywidget this lab made: controls, heading, status, view, their boxes, layouts and styles."""
         made = [*self.controls.values(), *self._labels.values(), *self._rows, self.heading, self.status,
-                self.changes, self.view, self._controls_box, self.ui]
+                self.changes, self.view, self.lesson_link, self._controls_box, self.ui]
         parts = [part for widget in made for part in (getattr(widget, "layout", None), getattr(widget, "style", None))
                  if isinstance(part, widgets.Widget)]
         return made + parts
@@ -343,7 +354,12 @@ class NamingLab(LabWidget):
     def render(self, result) -> str:
         if result.problem:
             return views.name_refused_html(result.problem)
-        return views.naming_html(result, naming_story(result), declaration_lesson())
+        return views.naming_html(result, naming_story(result))
+
+    def lesson(self, result) -> tuple[str, str, str] | None:
+        """The section on a wrong declaration (:func:`declaration_lesson`), where the story names it."""
+        words = declaration_lesson()
+        return words if not result.problem and words[0] in naming_story(result) else None
 
     def facts(self, result) -> dict[str, str]:
         if result.problem:

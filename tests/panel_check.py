@@ -1,6 +1,7 @@
 """Reading a lab panel (the HTML a widget or ``labkit.show`` draws) as a learner does, and the contradictions a
 panel may not hold: a mark nobody is told about, "kept" beside printed code that lacks the op, "removed" beside
-code that holds it, a mark of a stage that did not run beside that stage's printed code, a bare call index.
+code that holds it, a mark of a stage that did not run beside that stage's printed code, a bare call index, a
+"removed" in another colour than the headline's (red under a green "removed as dead code", or green under red).
 Used by tests/labkit/test_widgets_states.py (every state, against plain-torch replicas) and
 tests/delivery/test_browser.py (the page JupyterLab really shows)."""
 
@@ -20,7 +21,9 @@ class Panel(HTMLParser):
     def __init__(self, page: str):
         super().__init__()
         self.tables, self.code, self.text = [], {}, []
-        self._cell = self._summary = self._pre = None
+        self.colours = []           # (a table cell's text, its colour): the tone a learner sees
+        self.headline_colour = None  # the colour of the panel's bold headline (the verdict's or the lab's)
+        self._cell = self._summary = self._pre = self._colour = None
         self.feed(page)
 
     def handle_starttag(self, tag, attrs):
@@ -29,7 +32,9 @@ class Panel(HTMLParser):
         elif tag == "tr" and self.tables:
             self.tables[-1].append([])
         elif tag in ("td", "th"):
-            self._cell = []
+            self._cell, self._colour = [], _colour(attrs)
+        elif tag == "p" and "font-weight:bold" in dict(attrs).get("style", "") and self.headline_colour is None:
+            self.headline_colour = _colour(attrs)
         elif tag == "summary":
             self._summary = []
         elif tag == "pre":
@@ -38,6 +43,7 @@ class Panel(HTMLParser):
     def handle_endtag(self, tag):
         if tag in ("td", "th") and self._cell is not None:
             self.tables[-1][-1].append("".join(self._cell).strip())
+            self.colours.append((self.tables[-1][-1][-1], self._colour))
             self._cell = None
         elif tag == "summary" and self._summary is not None:
             self._last_summary, self._summary = "".join(self._summary).strip(), None
@@ -64,6 +70,11 @@ class Panel(HTMLParser):
 
 
 
+def _colour(attrs) -> str | None:
+    found = re.search(r"(?:^|;)\s*color:\s*([^;]+)", dict(attrs).get("style") or "")
+    return found.group(1).strip() if found else None
+
+
 def contradictions(page: str, op_name: str, state) -> list[str]:
     """What the panel says that its own printed graphs and code, or its own words, contradict."""
     panel, found = Panel(page), []
@@ -84,4 +95,7 @@ def contradictions(page: str, op_name: str, state) -> list[str]:
                          ("is missing" if code is None else "holds the op"))
         elif mark not in ("kept", "removed") and code is not None and not mark.startswith("in no graph"):
             found.append(f"{state}: {column} says {mark!r}, yet the panel prints a {title}")
+    for text, colour in panel.colours:
+        if text == "removed" and colour != panel.headline_colour:
+            found.append(f"{state}: 'removed' is coloured {colour} under a headline coloured {panel.headline_colour}")
     return found

@@ -241,9 +241,13 @@ def duration(minutes: int) -> str:
     return f"{hours} h {rest} min" if hours else f"{rest} min"
 
 
+def colab_folder(lab: dict) -> str:
+    """Where Colab opens the published notebooks: a notebook's address there is this and its file name."""
+    return f"https://colab.research.google.com/github/{lab['github']}/blob/{lab['branch']}/notebooks/"
+
+
 def colab(lab: dict, stem: str) -> str:
-    return (f"https://colab.research.google.com/github/{lab['github']}/blob/{lab['branch']}"
-            f"/notebooks/{stem}.ipynb")
+    return f"{colab_folder(lab)}{stem}.ipynb"
 
 
 def readme_notebooks(lab: dict, nbs: list[dict], learner: dict[str, int]) -> list[str]:
@@ -293,8 +297,9 @@ def instructors_timings(nbs: list[dict], learner: dict[str, int]) -> list[str]:
     return lines + [""]
 
 
-def lessons(nbs: list[dict]) -> list[str]:
-    """labkit/lessons.py's LESSONS: each topic a notebook's ``topics`` names -> (its stem, its title)."""
+def lessons(lab: dict, nbs: list[dict]) -> list[str]:
+    """labkit/lessons.py's LESSONS: each topic a notebook's ``topics`` names -> (its stem, its title); and
+    ON_COLAB, where Colab opens the published notebooks (a link from a notebook open on Colab)."""
     lines, taken = ["LESSONS = {"], {}
     for nb in nbs:
         for topic in nb.get("topics", []):
@@ -304,7 +309,7 @@ def lessons(nbs: list[dict]) -> list[str]:
             taken[topic] = nb["stem"]
             quoted = [json.dumps(text, ensure_ascii=False) for text in (topic, nb["stem"], nb["title"])]
             lines.append(f"    {quoted[0]}: ({quoted[1]}, {quoted[2]}),")
-    return lines + ["}"]
+    return lines + ["}", f"ON_COLAB = {json.dumps(colab_folder(lab))}"]
 
 
 def _assignments(tree: ast.Module) -> dict[str, ast.expr]:
@@ -387,7 +392,7 @@ def regions(project: dict, checked: list[str], root: pathlib.Path = ROOT) -> dic
                            ("gpu-room", "md", ["", *gpu_runs.room(root), ""])],
         "labkit/_torch/__init__.py": [("checked-on", "py", [f"CHECKED_ON = ({quoted})"])],
         "labkit/env.py": [("minimum-torch", "py", [f"MINIMUM_TORCH = {minimum!r}"])],
-        "labkit/lessons.py": [("lessons", "py", lessons(nbs))],
+        "labkit/lessons.py": [("lessons", "py", lessons(lab, nbs))],
         "requirements.txt": [("torch-floor", "py", [f"torch>={lab['minimum_torch']}"])],
         "binder/requirements.txt": [("reference-torch", "py", [f"torch=={lab['reference_torch']}+cpu"])],
     }

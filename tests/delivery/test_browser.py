@@ -11,6 +11,8 @@ ships: binder/postBuild), run on a copy of the repository so that nothing is sav
   widget's controls one at a time. After each flip the test reads the whole state back from the page,
   asks labkit's core, in this test process, what the view must say for that state, and waits until
   the page says exactly that. (nbval runs every cell of every notebook; here only the widget's.)
+- A lab's link to a lesson (04's naming lab → 02, section 6), clicked: JupyterLab opens 02 beside 04 in the same
+  browser tab, 04 staying open; clicked again, with 02 open, it shows that heading.
 
 Every wait is on an event JupyterLab reports (its documents ready, its run-all promise resolved, the
 view's text), never on a guessed delay, and each deadline is generous: a loaded machine is slow,
@@ -430,6 +432,54 @@ def test_widget_in_jupyterlab_shows_what_the_core_computes(name, lab_url, browse
     finally:
         close(page, name)
         labkit.drop_namespace(core.namespace)
+
+
+LINKING = "04_names_and_caches"   # where a lab's story links to another notebook's section
+# Whether the heading JupyterLab gave this id is on screen, in the notebook the shell shows (JupyterLab names a
+# heading by data-jupyter-id, its sanitizer keeping id attributes off the page).
+ON_SCREEN = f"""(id) => {{
+    const named = CSS.escape(id), nb = {NOTEBOOK};
+    const heading = nb?.node.querySelector(`[data-jupyter-id="${{named}}"], [id="${{named}}"]`);
+    if (!heading) return false;
+    const box = heading.getBoundingClientRect();
+    return box.height > 0 && box.top >= 0 && box.bottom <= window.innerHeight;
+}}"""
+
+
+def test_a_labs_link_to_a_lesson_opens_it_beside_the_notebook(lab_url, browser):
+    """The naming lab's story names notebook 02, section 6; its link opens 02 in this JupyterLab, beside 04 (no second
+    browser tab, no second JupyterLab: 04 and its kernel stay). JupyterLab 4.6 scrolls to the heading only in a
+    notebook already open, so the test clicks twice: the second click, from 04 again, must show that heading."""
+    core = FLIPS[LINKING].build()
+    words, href, _ = core.lesson(core.result())
+    fragment = href.split("#")[1]
+    page = new_page(browser)
+    try:
+        open_notebook(page, lab_url, f"notebooks/{LINKING}.ipynb")
+        linking = page.evaluate(f"() => {NOTEBOOK}.id")
+        run(page, "notebook:run-cell", [cell_index(page, "import labkit"), cell_index(page, core.namespace)])
+        assert page.evaluate(ERRORS) == [], f"{LINKING}: the widget's cells failed in JupyterLab"
+        link = page.locator(f"[id='{linking}'] .jp-OutputArea-child:has(.widget-html-content) a", has_text=words)
+        for click in ("opens", "reveals"):
+            link.click()
+            page.wait_for_function(f"() => {NOTEBOOK}?.context?.path === '{views_path(href)}'", timeout=120_000)
+            assert len(page.context.pages) == 1 and page.url.startswith(lab_url), "the link left this JupyterLab"
+            open_documents = page.evaluate("() => Array.from(window.jupyterapp.shell.widgets('main'))"
+                                           ".map(w => w.context?.path)")
+            assert f"notebooks/{LINKING}.ipynb" in open_documents, open_documents
+            if click == "reveals":
+                page.wait_for_function(ON_SCREEN, arg=fragment, timeout=120_000, polling=500)
+                page.screenshot(path=str(ARTIFACTS / f"{LINKING}-link.png"))
+            page.evaluate(f"() => window.jupyterapp.shell.activateById('{linking}')")
+    finally:
+        page.evaluate("() => window.jupyterapp.serviceManager.sessions.shutdownAll()")   # 04's kernel and 02's
+        page.close()
+        labkit.drop_namespace(core.namespace)
+
+
+def views_path(href: str) -> str:
+    """The path JupyterLab opens for a link from a notebook in notebooks/ (``02_….ipynb#…``)."""
+    return "notebooks/" + href.split("#")[0]
 
 
 GPU_NOTEBOOK, GPU_CELL = "09_gpu_kernels", "CUDA graphs skip an op that mutates an input"

@@ -29,8 +29,13 @@ shell = InteractiveShell.instance()
 lab = lw.DeclarationLab(namespace="colab77")
 assert lab.report.verdict.agree
 assert not lab.set(declaration="undeclared mutation").report.verdict.agree
+import sys, types
+sys.modules["google.colab"] = types.ModuleType("google.colab")   # as in Colab's kernel: its links are absolute
 naming = lw.NamingLab(namespace="colab77n")
+(link,) = naming.lesson_link.outputs   # the story names a lesson: an Output widget links to it
+assert f"<a href='{labkit.lessons.ON_COLAB}02_mutates_args.ipynb' target='_blank'" in link["data"]["text/html"], link
 assert "belongs to torch itself" in naming.set(scheme="a name I type", typed_name="aten::add").outcome.problem
+assert naming.lesson_link.outputs == ()
 dynamic = lw.DynamicLab(namespace="colab77d", dynamic="True")
 assert dynamic.report.graphs_per_call == [1, 0, 0]
 shown = {type(w) for w in (lab, naming, dynamic)}

@@ -1,6 +1,8 @@
 """labkit.naming: the naming experiment and its widget, #187319 inside one process, under every cache policy; what
 it refuses, in one sentence."""
 
+import re
+
 import pytest
 
 from fresh_python import USERS_OWN_OP, assert_survived, one_sentence, run_python
@@ -34,6 +36,14 @@ def test_the_reverse_order_is_stale_but_right_by_luck():
     result = naming.run("one shared name", MUTATING_FIRST, "default", namespace="t_naming")
     assert result.steps[1].stale and result.steps[1].correct
     assert "by luck" not in naming_story(result) and "happens to call the op" in naming_story(result)
+
+
+@pytest.mark.parametrize("order", [PURE_FIRST, MUTATING_FIRST])
+def test_a_stale_story_says_why_in_words_not_a_bug_number(order):
+    """A learner reads why the cache served the old artifact, not "(#187319)": the key holds the name only."""
+    story = naming_story(naming.run("one shared name", order, "default", namespace="t_naming"))
+    assert not re.search(r"#\d", story), story
+    assert "key holds the op's name but not its declaration" in story, story
 
 
 def test_the_experiment_frees_its_names_and_restores_the_policy():

@@ -2,6 +2,9 @@
 refusals they show come from labkit's core; what every lab shares (LabWidget)."""
 
 import itertools
+import re
+import sys
+import types
 
 import ipywidgets
 import pytest
@@ -11,6 +14,7 @@ import labkit
 from labkit import experiments as e, ops, widgets as w
 from labkit.experiments import DECLARATIONS
 from labkit.widgets import DeclarationLab
+from repo import ROOT
 from showings import SHOWINGS, widget_classes
 
 EXPECTED = {  # declaration -> (what happens, does compiled agree with eager?)
@@ -204,6 +208,78 @@ def test_since_the_previous_state_names_what_the_learner_sees_and_no_toggle_that
         for lab, namespace in ((dynamic_lab, "t_since_d"), (naming_lab, "t_since_n")):
             lab.close()
             ops.drop_namespace(namespace)
+
+
+def _picture_tones(report, op_name: str, removal: str | None) -> list[str]:
+    from matplotlib.colors import to_hex
+
+    from labkit import pictures
+    fig = pictures.draw_fate(report, op_name, title=False, removal=removal)
+    return [to_hex(patch.get_facecolor()) for patch in fig.axes[0].patches]
+
+
+@pytest.mark.parametrize("lab_class, options, tone", [
+    (w.DynamicLab, {}, "ok"),                                                       # dead code: nothing to see
+    (w.DynamicLab, {"declaration": "-> None with a Python side effect"}, "bad"),   # its side effect is lost
+    (DeclarationLab, {"declaration": "undeclared mutation", "backend": "inductor"}, "bad"),   # a write lost
+])
+def test_a_removal_takes_the_headlines_tone_in_the_table_and_the_picture(lab_class, options, tone):
+    """"removed" (and a kernel that did not run) is red where the removal is the bug and green under a green
+    "removed as dead code" headline: one tone for the whole panel, its table and its picture."""
+    from labkit import pictures, render, views
+    from panel_check import Panel
+
+    lab = lab_class(namespace="t_tone", **options)
+    try:
+        report = lab.report
+        op_name = (lab.result()[0].name if lab_class is w.DynamicLab
+                   else e.declaration_spec(lab.state[0], lab.namespace).name)
+        panel = Panel(lab.view.value)
+        assert panel.headline_colour == render.COLOURS[tone], lab.view.value
+        removed = [colour for text, colour in panel.colours if text == "removed"]
+        assert removed and set(removed) == {render.COLOURS[tone]}, panel.colours
+        marks = [*render.stage_marks(report, op_name).values(), render.ran_mark(report, op_name)]
+        boxes = dict(zip(marks, _picture_tones(report, op_name, tone)))
+        assert boxes["removed"] == boxes["no"] == pictures.PALETTE[tone], boxes
+        assert views.fate_picture_html(report, op_name, (tone, "")) in lab.view.value   # the picture drawn so
+    finally:
+        lab.close()
+        ops.drop_namespace("t_tone")
+
+
+def test_the_naming_labs_link_to_its_lesson_is_drawn_where_jupyterlab_opens_it_beside_the_notebook(monkeypatch):
+    """A link in a widget's HTML view is the browser's: JupyterLab's address + "02_mutates_args.ipynb" opens a second
+    JupyterLab in a new tab, at 02's top, leaving the learner's kernel behind. So the naming lab's link to the
+    lesson its story names is an output of an ``Output`` widget, which JupyterLab's renderer draws: a relative link
+    there opens the notebook beside this one, at the heading the fragment names. On Colab, the published notebook."""
+    import html as html_module
+
+    from labkit import lessons
+    lab = w.NamingLab(namespace="t_link")
+    try:
+        (shown,) = lab.lesson_link.outputs
+        link = re.search(r"<a href='([^']*)'([^>]*)>([^<]*)</a>", shown["data"]["text/html"])
+        href, attributes, words = html_module.unescape(link.group(1)), link.group(2), link.group(3)
+        assert "<a " not in lab.view.value, "a link in the widget's own HTML opens a second JupyterLab"
+        assert words in html_module.unescape(lab.view.value), "the link's words are those the story says"
+        stem, fragment = href.split("#")
+        assert "target=" not in attributes and not href.startswith(("http", "/")), href
+        headings = [line[len("# ## "):] for line in (ROOT / "lessons" / stem.replace(".ipynb", ".py")).read_text()
+                    .splitlines() if line.startswith("# ## ")]
+        assert fragment in [h.replace(" ", "-") for h in headings], (fragment, headings)   # JupyterLab's ids
+        assert fragment.startswith(words.split("section ")[1] + "."), (words, fragment)
+        lab.set(order="mutating first, then pure")   # stale, right by luck: no step wrong for its declaration
+        assert lab.lesson_link.outputs == () and "section" not in lab.view.value
+        lab.set(scheme="a name I type", typed_name="aten::add")   # refused: no story, no link
+        assert lab.lesson_link.outputs == ()
+        monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+        lab.set(scheme="one shared name", order=lab.choices()["order"][0])
+        html_text = lab.lesson_link.outputs[0]["data"]["text/html"]
+        assert f"href='{lessons.ON_COLAB}02_mutates_args.ipynb' target='_blank'" in html_text, html_text
+        assert "opens in a new tab" in html_text
+    finally:
+        lab.close()
+        ops.drop_namespace("t_link")
 
 
 # --- the refusals a widget shows come from labkit's core, and are asked again, never remembered -------------
