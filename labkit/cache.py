@@ -149,11 +149,12 @@ def _hook(active: bool) -> None:
 def enable() -> str:
     """Turn on the ``"fingerprinted"`` policy (``labkit.setup()`` calls this); return one line saying so."""
     set_policy("fingerprinted")
-    yours = f" (appended to your tag {_state['user_tag']!r})" if _state["user_tag"] else ""
-    line = ("compile caches: labkit adds a hash of the custom ops' declarations to "
-            f"torch.compiler.config.cache_key_tag{yours}, so that a changed declaration never reuses a stale "
-            f"compiled artifact (notebook {notebook_about('compile caches').number}); "
-            "labkit.cache.set_policy('default') undoes it.")
+    line = ("compile caches: labkit makes torch.compile compile afresh once an op's declaration changes, where "
+            "torch alone may reuse code compiled for the old one (notebook "
+            f"{notebook_about('compile caches').number}); labkit.cache.set_policy('default') turns this off.")
+    if _state["user_tag"]:
+        line += (f" It adds a hash of the declarations to your torch.compiler.config.cache_key_tag "
+                 f"({_state['user_tag']!r}), which it keeps.")
     if not _state["key_pass"]:
         line += (" Your own post_grad_custom_post_pass is kept, so the tag alone carries the hash: after "
                  "torch.compiler.reset(), call labkit.cache.refresh() before compiling again.")

@@ -156,7 +156,7 @@ DECLARATION_SECTION = "6. Four ways to get it wrong, each one run"
 def declaration_lesson() -> tuple[str, str, str]:
     """(words, link, heading): the lesson that explains a pure declaration over a kernel that writes ``x``, as the
     naming lab's sentence names it, the address its link opens (:meth:`labkit.lessons.Lesson.href`: the notebook
-    beside this one, at that section; on Colab, the published notebook), and the section's heading."""
+    beside this one, its fragment that section; on Colab, the published notebook), and the section's heading."""
     lesson = notebook_about("mutates_args")
     number, heading = DECLARATION_SECTION.split(". ", 1)
     return f"notebook {lesson.number}, section {number}", lesson.href(DECLARATION_SECTION), heading

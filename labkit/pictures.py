@@ -517,12 +517,12 @@ PICTURE_WORDS = {RAISED: "torch\nraised here", OUTSIDE: "graph break,\nran eager
 
 def draw_fate(report, op_name: str, title: bool = True, removal: str | None = None):
     """The op's path through the stages: a box per stage with the table's mark in its tone, then whether its kernel
-    ran. A removal takes the verdict's tone, or ``removal``'s (a lab's headline's: :func:`render.removal_tone`)."""
+    ran. A removal is red, or in ``removal``'s tone (a lab's headline's: :func:`render.removal_tone`)."""
     import matplotlib.patches as patches
 
     require_report(report, "draw_fate")
     if removal not in (None, "ok", "bad"):
-        raise ValueError(f"removal must be 'ok' or 'bad' (or left out: the verdict's tone), not {removal!r}.")
+        raise ValueError(f"removal must be 'ok' or 'bad' (or left out: red), not {removal!r}.")
     fig, ax, words, removal = *figure(7.5, 1.6), PICTURE_WORDS, removal or removal_tone(report)
     marks, ran = stage_marks(report, op_name), ran_mark(report, op_name)
     boxes = [(PICTURE_TITLES[s], m, mark_tone(m, removal)) for s, m in [*marks.items(), ("ran", ran)]]

@@ -280,10 +280,9 @@ def mark_tone(mark: str, removal: str = "bad") -> str:
 
 def removal_tone(report: StageReport, headline: tuple[str, str] | None = None) -> str:
     """The tone a removal takes in a panel: its headline's (``headline``, as :func:`labkit.views.lab_headline`
-    gives), else the verdict's, and "bad" where torch raised (no verdict)."""
-    if headline is not None:
-        return headline[0]
-    return "ok" if report.verdict is not None and report.verdict.agree else "bad"
+    gives, which weighs a lost Python side effect too); "bad" without one, since the verdict compares outputs and
+    inputs only, and an op removed with its side effect would read as harmless."""
+    return "bad" if headline is None else headline[0]
 
 
 def _mark_cell(mark: str, span: int = 1, removal: str = "bad") -> str:

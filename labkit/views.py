@@ -113,14 +113,14 @@ def naming_html(result, story: str) -> str:
 
 def lesson_link_html(words: str, href: str, heading: str) -> str:
     """A link to the lesson a lab's story names. A lab shows it in an ``Output`` widget, so that JupyterLab's own
-    renderer draws it: there a link to a notebook opens it in JupyterLab, beside this one and at its section (in
-    a widget's HTML view the browser would open a second JupyterLab in a new tab). An absolute address (Colab's)
-    opens in a new tab."""
+    renderer draws it: there a link to a notebook opens it in JupyterLab, beside this one (at its section where it
+    is open already, at its top where JupyterLab has just opened it); in a widget's HTML view the browser would open
+    a second JupyterLab in a new tab. An absolute address (Colab's) opens in a new tab, and says so."""
     away = href.startswith("https://")
     target = " target='_blank' rel='noopener'" if away else ""
-    where = "opens in a new tab" if away else "opens beside this notebook"
     return (f"<p style='margin:4px 0'>Why: <a href='{html.escape(href)}'{target} style='color:#0645ad;"
-            f"text-decoration:underline'>{html.escape(words)}</a>, “{html.escape(heading)}” ({where}).</p>")
+            f"text-decoration:underline'>{html.escape(words)}</a>, “{html.escape(heading)}”"
+            f"{' (opens in a new tab)' if away else ''}.</p>")
 
 
 def lesson_link_output(link: tuple[str, str, str] | None) -> tuple[dict, ...]:

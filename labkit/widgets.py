@@ -19,6 +19,7 @@ from typing import Iterator
 import ipywidgets as widgets
 
 from . import cache, naming, views
+from .lessons import on_colab
 from .describe import brief
 from .experiments import (
     DCE_DECLARATIONS, DECLARATIONS, DYNAMIC_CHOICES, FULLGRAPH_CHOICES, OP_KINDS, PYTHON_SIDE_EFFECT, SHAPE_SEQUENCES,
@@ -215,10 +216,12 @@ class LabWidget:
 
     def _show(self, state: tuple, view_html: str, lesson: tuple[str, str, str] | None) -> None:
         """Draw ``view_html`` and the link to ``lesson``, and remember the state they show (what the static view and
-        repr name)."""
+        repr name). On Colab the link, absolute there, goes into the view itself: a link in a widget's HTML opens
+        in a new tab, as it says, where Colab's widget manager has not always drawn an ``Output`` widget."""
+        inline = lesson is not None and on_colab()
         self._shown_state, self._shown_lesson = state, lesson
-        self.view.value = view_html
-        self.lesson_link.outputs = views.lesson_link_output(lesson)
+        self.view.value = view_html + (views.lesson_link_html(*lesson) if inline else "")
+        self.lesson_link.outputs = () if inline else views.lesson_link_output(lesson)
 
     # -- display and lifetime ---------------------------------------------------------------
     def _ipython_display_(self):
@@ -231,7 +234,7 @@ class LabWidget:
         bundle = {
             "text/plain": repr(self),
             "text/html": views.static_view_html(self.title, self.describe(), self.view.value + (
-                views.lesson_link_html(*self._shown_lesson) if getattr(self, "_shown_lesson", None) else "")),
+                views.lesson_link_html(*self._shown_lesson) if self.lesson_link.outputs else "")),
             "application/vnd.jupyter.widget-view+json": {
                 "version_major": 2, "version_minor": 0, "model_id": self.ui.model_id},
         }
@@ -358,8 +361,8 @@ class NamingLab(LabWidget):
 
     def lesson(self, result) -> tuple[str, str, str] | None:
         """The section on a wrong declaration (:func:`declaration_lesson`), where the story names it."""
-        words = declaration_lesson()
-        return words if not result.problem and words[0] in naming_story(result) else None
+        link = declaration_lesson()
+        return link if not result.problem and link[0] in naming_story(result) else None
 
     def facts(self, result) -> dict[str, str]:
         if result.problem:

@@ -136,8 +136,11 @@ def use_scratch(x, scratch):
     torch.ops.nb00.fill(x, scratch)    # any registered op can be called by name
     return x + scratch
 
+# %% tags=["check"]
+#@title The exercise's check, continued (what it tells you, in words)
 def check_fill(declared):
-    if not labkit.exercises.answered(declared, "edit my_mutates_args in the cell above, run it, then the next"):
+    if not labkit.exercises.answered(declared, "replace the ... after my_mutates_args = with your answer, run that "
+                                               "cell, then this one"):
         return False
     try:
         op = labkit.declare(name="nb00::fill", args=("x", "scratch"), writes=("scratch",),
@@ -146,9 +149,11 @@ def check_fill(declared):
         return labkit.exercises.check(False, "", f"torch refuses it: {problem}")
     schema = labkit.checks.opcheck(op, (torch.zeros(2), torch.zeros(2)), tests="test_schema")["test_schema"]
     run = labkit.compile_and_compare(use_scratch, torch.zeros(2), torch.zeros(2))
-    extra = sorted(set(declared) - {"scratch"}) if declared != "unknown" else ["every argument"]
-    hint = (f"opcheck refuses it ({schema}); compiled and eager agree={run.verdict.agree}: agreement alone proves "
-            "little" if schema != "ok" else f"{extra} declared as written, yet never written: a false promise too")
+    extra = " and ".join(sorted(set(declared) - {"scratch"})) if declared != "unknown" else "every argument"
+    agree = "compiled and eager agree here: agreement alone proves little" if run.verdict.agree else \
+        "compiled and eager differ too"
+    hint = (f"opcheck refuses it ({schema.removeprefix('FAIL: ')}); {agree}" if schema != "ok"
+            else f"{extra} declared as written, yet never written: a false promise too")
     return labkit.exercises.check(schema == "ok" and not extra and run.verdict.agree,
                                   "it matches the kernel: opcheck passes and compiled == eager.", hint)
 
@@ -176,6 +181,15 @@ try:
 except ValueError:
     torch_refuses_a_bare_name = True
 assert torch_refuses_a_bare_name, "torch.library.custom_op refuses mutates_args='scratch' (a bare string)"
+
+# %% tags=["check"]
+#@title Check: the exercise's hints are plain words: no Python value, no flag, no cell that is not above
+with contextlib.redirect_stdout(io.StringIO()) as said:
+    for wrong in (..., ("x",), ("x", "scratch"), "unknown"):
+        check_fill(wrong)
+assert "=True" not in said.getvalue(), "no 'agree=True': the hint says it in words"
+assert "['" not in said.getvalue(), "no Python list in a hint"
+assert "cell above" not in said.getvalue(), "the answer cell is not the one above the check's: named instead"
 
 # %% [markdown]
 # ## In your own project
@@ -236,7 +250,7 @@ assert any("torch.ops.aten.mul.Tensor" in line for line in log.artifact("aot_gra
 # | 01 · Custom ops and the compile pipeline | `custom_op`, fake kernels, `opcheck`; Dynamo → AOTAutograd → Inductor; `TORCH_TRACE` and `tlparse` | 35 min |
 # | 02 · `mutates_args` | what the declaration changes, and what each wrong declaration does | 35 min |
 # | 03 · Aliasing and views | a mutating op on a view; why outputs may not alias inputs; `x.add_(1); return x` | 25 min |
-# | 04 · Names and compile caches | an op's name is its identity; a stale compile cache, and how to key it | 35 min |
+# | 04 · Names and compile caches | an op's name is its identity; a stale compile cache, and how to key it | 40 min |
 # | 05 · Dead-code elimination and dynamic shapes | who removes an op, what keeps it alive, static vs dynamic | 40 min |
 # | 06 · Field guide | a runnable checklist, myths vs facts, `labkit doctor` | 45 min |
 # | 07 · Data-dependent shapes | unbacked sizes, `fullgraph`, `int` vs `SymInt`, `recompile_limit` | 40 min |

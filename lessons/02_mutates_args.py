@@ -104,8 +104,10 @@ both = labkit.declare(name="nb02::maybe", args=("x", "y"), writes=("x",), mutate
 print(both.schema)
 unknown_report = labkit.compile_and_compare(lambda x, y: (both(x, y), x + y)[1],
                                             torch.ones(2), torch.ones(2), backend="aot_eager")
-copied_back = [n.args.split(", ")[0] for n in unknown_report.aot_graphs[0].nodes if n.target == "copy_.default"]
-print(unknown_report.verdict, "| copy_ back into:", copied_back)
+aot_nodes = unknown_report.aot_graphs[0].nodes
+named = dict(zip([n.name for n in aot_nodes if n.op == "placeholder"], ("x", "y")))   # the graph's names for x, y
+copied_back = [named[n.args.split(", ")[0]] for n in aot_nodes if n.target == "copy_.default"]
+print(unknown_report.verdict, "| copy_ back into:", " and ".join(copied_back))
 
 @torch.library.custom_op("nb02::unknown_writes", mutates_args="unknown")
 def unknown_writes(x: torch.Tensor) -> torch.Tensor:
@@ -118,7 +120,7 @@ print(refusal.message)
 #@title Check: "unknown" marks every argument written, compiles right, copies y back, and has no autograd formula
 assert both.schema == "nb02::maybe(Tensor(a0!) x, Tensor(a1!) y) -> ()", '"unknown" declares every argument written'
 assert unknown_report.verdict.agree, '"unknown": compiled == eager'
-assert copied_back == ["arg0_1", "arg1_1"], '"unknown": AOTAutograd copies both inputs back, y too'
+assert copied_back == ["x", "y"], '"unknown": AOTAutograd copies both inputs back, y too'
 assert refusal is not None, 'torch refuses register_autograd on an op with mutates_args="unknown"'
 assert "non-functional operator" in refusal.message, "torch's refusal calls the op a non-functional operator"
 

@@ -12,7 +12,7 @@
 #   `torch.compiler.config.cache_key_tag`;
 # - what such a hash cannot see: a changed fake kernel.
 #
-# **Time:** about 35 minutes. **Before:** 02 · `mutates_args`.
+# **Time:** about 40 minutes. **Before:** 02 · `mutates_args`.
 
 # %% tags=["nbval-ignore-output"]
 import hashlib
@@ -360,20 +360,11 @@ assert mitigations["caches disabled"].steps[1].schema_now == "naming::op(Tensor(
     "the second compile traced the mutating declaration"
 
 # %% [markdown]
-# ## 6. The naming widget
-#
-# Choose how the two declarations are named (one shared name, distinct names, or a name you type), their order,
-# and the cache policy: the table shows what each handle reports, the kernel's runs, `x`, and the cache hits.
-
-# %%
-naming_lab = labkit.widgets.NamingLab(namespace="nb04w")
-naming_lab
-
-# %% [markdown]
 # ## Exercise 1: does a cache directory of its own help inside one process?
 #
-# The `"isolated"` policy gives the process its own fresh cache directory. With **one shared name**, pure first,
-# does the fixed declaration compile correctly under it? Answer `True` or `False`, then run the check.
+# Predict it before you meet the naming widget (§6), which shows it in one click. The `"isolated"` policy gives
+# the process its own fresh cache directory. With **one shared name**, pure first, does the fixed declaration
+# compile correctly under it? Answer `True` or `False`, then run the check.
 
 # %%
 isolated_is_enough = ...
@@ -390,7 +381,8 @@ def check_isolated(answer):
     return said is not None and labkit.exercises.check(
         (said == "True") == isolated.steps[1].correct,
         "right: the second compile hits the artifact the first one wrote, in the same directory.",
-        "try it in the widget: names 'one shared name', cache 'isolated'. Which directory does the fix's compile read?")
+        "the fix's compile runs in the same process, after the first: which directory does it read, and what did "
+        "the first compile leave there? (Then see it in the naming widget below: cache 'isolated'.)")
 
 # %%
 answer_ok = check_isolated(isolated_is_enough)
@@ -410,11 +402,22 @@ with contextlib.redirect_stdout(io.StringIO()):
     assert not check_isolated("maybe"), "a word not allowed is refused"
 
 # %% [markdown]
+# ## 6. The naming widget
+#
+# Choose how the two declarations are named (one shared name, distinct names, or a name you type), their order,
+# and the cache policy: the table shows what each handle reports, the kernel's runs, `x`, and the cache hits.
+# Check your Exercise 1 prediction with cache `isolated`.
+
+# %%
+naming_lab = labkit.widgets.NamingLab(namespace="nb04w")
+naming_lab
+
+# %% [markdown]
 # ## Exercise 2: a tag that sees the fake kernel
 #
 # Write `my_cache_tag(op, fake)`: a string for `torch.compiler.config.cache_key_tag` that changes when the op's
-# schema **or its fake kernel's code** changes, and stays the same otherwise. (*Hint:* `inspect.getsource(fake)`
-# gives a function's source text.) The check replays §4 with your tag.
+# schema **or its fake kernel's code** changes, and stays the same otherwise. (*Hint:* `schema_tag(op)` from §3
+# sees the schema; `inspect.getsource(fake)` gives a function's source text.) The check replays §4 with your tag.
 
 # %%
 def my_cache_tag(op, fake):
@@ -468,6 +471,7 @@ def twice(x: torch.Tensor) -> torch.Tensor:
 def twice_fake(x):
     return x.new_empty(2 * x.shape[0])
 
+{helpers}
 {source}
 print("TAG", repr({name}(twice, twice_fake)))
 """
@@ -485,7 +489,8 @@ def tag_in_a_new_python(tag_fn) -> tuple[str | None, str]:
     with tempfile.TemporaryDirectory() as folder:
         script = os.path.join(folder, "tag_in_a_new_python.py")
         with open(script, "w") as file:
-            file.write(NEW_PYTHON.format(source=source, name=tag_fn.__name__))
+            helpers = inspect.getsource(schema_tag)   # §3's helper, which a tag may call
+            file.write(NEW_PYTHON.format(helpers=helpers, source=source, name=tag_fn.__name__))
         done = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=300)
     said = [line[4:] for line in done.stdout.splitlines() if line.startswith("TAG ")]
     if done.returncode or not said:
@@ -545,18 +550,18 @@ answer_ok = check_tag(my_cache_tag)
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
 #@title Solution (open it once you have tried)
-# Hash the schema and the fake kernel's source together.
+# Hash the schema (schema_tag, §3) and the fake kernel's source together.
 import inspect
 
 
 def solution_cache_tag(op, fake):
-    text = str(op._opoverload._schema) + "\n" + inspect.getsource(fake)
+    text = schema_tag(op) + "\n" + inspect.getsource(fake)
     return "my-ops-" + hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 with contextlib.redirect_stdout(io.StringIO()):
     assert check_tag(solution_cache_tag), "a tag of the schema and the fake kernel's source passes the check"
-    assert not check_tag(lambda op, fake: "my-ops-" + str(op._opoverload._schema)), "a schema-only tag is rejected"
+    assert not check_tag(lambda op, fake: schema_tag(op)), "a schema-only tag is rejected"
     assert not check_tag(lambda op, fake: inspect.getsource(fake).encode()), "a tag that is not a string is rejected"
     assert not check_tag(lambda op, fake: f"my-ops-{fake.__name__}"), "a tag of the name is rejected (one name)"
     assert not check_tag(lambda op, fake: f"my-ops-{fake.__qualname__}"), "so is one of the qualified name"
@@ -570,7 +575,7 @@ with contextlib.redirect_stdout(io.StringIO()):
         "a tag of the fake's source alone is rejected (the task names the schema too)"
 
     def salted_tag(op, fake):
-        return f"my-ops-{op._opoverload._schema}-{hash(fake.__code__)}"
+        return f"{schema_tag(op)}-{hash(fake.__code__)}"
 
     assert not check_tag(salted_tag), "a tag built on hash() is rejected: another process salts it differently"
 

@@ -506,7 +506,7 @@ assert all(isinstance(count, int) and count >= 1 for count in truth_graphs.value
 # %%
 HINTS = {"int": "does a value seen before need a new graph?",
          "SymInt": "under dynamic=True, is n symbolic from the first call?"}
-if labkit.exercises.answered(my_graphs, "fill in my_graphs in the cell above, run it, then this cell"):
+if labkit.exercises.answered(my_graphs, "fill in my_graphs where it says my_graphs = ..., run that cell, then this one"):
     labkit.exercises.check_numbers(my_graphs, truth_graphs, "both counts hold.", HINTS)
 
 # %% jupyter={"source_hidden": true} tags=["solution"]
@@ -551,7 +551,7 @@ OUTCOMES = {"ok": ["returns", "fine", "no error", "works"], "error": ["raises", 
 assert set(truth_outcomes.values()) <= set(OUTCOMES), "each call either returns or raises"
 
 # %%
-if labkit.exercises.answered(my_outcomes, "fill in my_outcomes in the cell above, run it, then this cell"):
+if labkit.exercises.answered(my_outcomes, "fill in my_outcomes where it says my_outcomes = ..., run that cell, then this one"):
     labkit.exercises.check_each(my_outcomes, truth_outcomes, OUTCOMES, "who checks the size, and when?")
 
 # %% jupyter={"source_hidden": true} tags=["solution"]

@@ -681,17 +681,38 @@ def my_softclip_setup_context(ctx, inputs, output):
 my_softclip_backward = ...
 
 # %% tags=["check"]
-#@title The exercise's check (it registers your formula on a softclip op, then runs opcheck and gradcheck)
-def softclip_problem(setup_context, backward, name="softclip"):
-    """None when the formula passes opcheck and gradcheck, else what failed, in one line."""
+#@title The exercise's check (a softclip op of its own name, as each try registers a formula on a new op)
+def softclip_op(name):
     @torch.library.custom_op(f"nb08::{name}", mutates_args=())
     def op(x: Tensor, limit: float) -> Tensor:
         return limit * torch.tanh(x / limit)
 
     op.register_fake(lambda x, limit: torch.empty_like(x))
-    refused = labkit.stages.raised(lambda: op.register_autograd(backward, setup_context=setup_context))
-    if refused:
-        return f"torch refuses it: {refused.message}"
+    return op
+
+# %% tags=["check"]
+#@title The exercise's check, continued (how many values your backward returned, in words)
+def gradient_count_problem(op, returned):
+    """One sentence when one backward returned other than softclip's two values (one per input), else None."""
+    x = torch.randn(3, dtype=torch.float64, requires_grad=True)
+    labkit.stages.raised(lambda: op(x, 2.0).sum().backward())
+    got = returned[-1] if returned else ()        # none: it raised first, and opcheck says where
+    count = len(got) if isinstance(got, (tuple, list)) else 1
+    if not returned or count == 2:
+        return None
+    said = "None" if got is None else "one value" if count == 1 else f"{count} values"
+    return (f"your backward returns {said}; softclip has two inputs, x and limit: return one value per input, "
+            "the gradient for x, then None for limit (a float)")
+
+# %% tags=["check"]
+#@title The exercise's check, continued (it registers your formula on the op, then runs opcheck and gradcheck)
+def softclip_problem(setup_context, backward, name="softclip"):
+    """None when the formula passes opcheck and gradcheck, else what failed, in one line."""
+    op, returned = softclip_op(name), []
+    recorded = lambda ctx, grad: returned.append(backward(ctx, grad)) or returned[-1]   # noqa: E731
+    refused = labkit.stages.raised(lambda: op.register_autograd(recorded, setup_context=setup_context))
+    if refused or gradient_count_problem(op, returned):
+        return f"torch refuses it: {refused.message}" if refused else gradient_count_problem(op, returned)
     for shape, limit in (((5,), 2.0), ((3, 4), 0.5), ((2,), 3.0)):   # a formula must hold for every limit and shape
         x = torch.randn(shape, dtype=torch.float64, requires_grad=True)
         where = f"(x of shape {list(shape)}, limit={limit})"
@@ -727,12 +748,19 @@ def softclip_backward(ctx, grad):
 assert softclip_problem(softclip_setup_context, softclip_backward, "softclip_solution") is None, \
     "the solution passes opcheck and gradcheck"
 assert softclip_problem(softclip_setup_context, lambda ctx, grad: grad * (1 - torch.tanh(ctx.saved_tensors[0]) ** 2),
-                        "softclip_one_gradient").startswith("opcheck"), "one gradient for two inputs is refused"
+                        "softclip_one_gradient").startswith("your backward returns one value"), "one of two: refused"
 assert softclip_problem(softclip_setup_context, lambda ctx, grad: (grad * torch.tanh(ctx.saved_tensors[0]), None),
                         "softclip_wrong_math").startswith("gradcheck"), "a formula with the wrong math is refused"
 assert softclip_problem(softclip_setup_context, lambda ctx, grad: (grad * (1 - torch.tanh(ctx.saved_tensors[0] / 2.0)
                         ** 2), None), "softclip_hard_coded").startswith("gradcheck (x of shape [3, 4], limit=0.5)"), \
     "a formula right for limit 2.0 only is refused"
+
+# %% tags=["check"]
+#@title Check: the grader's sentences are whole: a failed gradcheck is not cut at torch's comma
+wrong_math = softclip_problem(softclip_setup_context, lambda ctx, grad: (grad * torch.tanh(ctx.saved_tensors[0]), None),
+                              "softclip_wrong_math_said")
+assert not wrong_math.endswith(","), wrong_math
+assert "differs from the one finite differences measure" in wrong_math, wrong_math
 
 # %% [markdown]
 # ## Exercise 2: predict, then run: how often does the kernel run?

@@ -31,9 +31,10 @@ assert lab.report.verdict.agree
 assert not lab.set(declaration="undeclared mutation").report.verdict.agree
 import sys, types
 sys.modules["google.colab"] = types.ModuleType("google.colab")   # as in Colab's kernel: its links are absolute
-naming = lw.NamingLab(namespace="colab77n")
-(link,) = naming.lesson_link.outputs   # the story names a lesson: an Output widget links to it
-assert f"<a href='{labkit.lessons.ON_COLAB}02_mutates_args.ipynb' target='_blank'" in link["data"]["text/html"], link
+naming = lw.NamingLab(namespace="colab77n")   # the story names a lesson: linked in the view, absolute, a new tab
+assert f"<a href='{labkit.lessons.ON_COLAB}02_mutates_args.ipynb' target='_blank'" in naming.view.value
+assert naming.lesson_link.outputs == ()
+naming.lesson_link.outputs = ({"output_type": "display_data", "metadata": {}, "data": {"text/plain": "an output"}},)
 assert "belongs to torch itself" in naming.set(scheme="a name I type", typed_name="aten::add").outcome.problem
 assert naming.lesson_link.outputs == ()
 dynamic = lw.DynamicLab(namespace="colab77d", dynamic="True")

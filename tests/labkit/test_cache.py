@@ -10,7 +10,7 @@ import torch
 
 import labkit
 from labkit import cache, declare
-from fresh_python import assert_survived, one_sentence, run_python
+from fresh_python import assert_survived, run_python
 from labkit.cache_demo import run_in_subprocess, run_together
 from repo import ROOT
 
@@ -157,9 +157,13 @@ def test_a_waiting_demo_process_refuses_to_compile_without_go(tmp_path):
     assert os.listdir(tmp_path) == [], "nothing was compiled into the cache directory"
 
 
-def test_setup_turns_the_fingerprinted_policy_on():
+def test_setup_turns_the_fingerprinted_policy_on_and_says_so_in_plain_words():
+    """Every notebook's setup prints this line: a learner meets it before notebook 04 explains caches, so it says
+    what changes for them and how to turn it off, not torch's config names (they appear only for a tag of theirs)."""
     assert labkit.cache.policy() == "fingerprinted"  # conftest calls cache.enable(), as setup() does
-    assert "cache_key_tag" in labkit.cache.enable()
+    said = labkit.cache.enable()
+    assert "compile afresh once an op's declaration changes" in said and "set_policy('default')" in said, said
+    assert "cache_key_tag" not in said and "hash" not in said, said
 
 
 # --- the policy on a learner's own resets, on torch.library ops, and nested blocks -------
@@ -321,7 +325,7 @@ def test_setup_appends_the_fingerprint_to_the_users_tag_and_default_gives_it_bac
         labkit.cache.set_policy("default")
         print(repr(cfg.cache_key_tag))
     """, env={"TORCH_COMPILE_CACHE_KEY_TAG": "users-tag"}))
-    assert "your tag 'users-tag'" in lines[0] and one_sentence(lines[0])
+    assert "cache_key_tag ('users-tag'), which it keeps" in lines[0], lines[0]
     assert lines[1:] == ["True", "'users-tag'"]
 
 

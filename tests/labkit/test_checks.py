@@ -65,3 +65,5 @@ def test_gradcheck_as_data():
             return grad
 
     assert checks.gradcheck(Wrong.apply, x).startswith("FAIL: Jacobian mismatch")
+    said = checks.gradcheck(Wrong.apply, x)   # a whole sentence, not torch's first line cut at its comma
+    assert said.endswith("the gradient the backward computes differs from the one finite differences measure"), said

@@ -251,7 +251,8 @@ def test_the_naming_labs_link_to_its_lesson_is_drawn_where_jupyterlab_opens_it_b
     """A link in a widget's HTML view is the browser's: JupyterLab's address + "02_mutates_args.ipynb" opens a second
     JupyterLab in a new tab, at 02's top, leaving the learner's kernel behind. So the naming lab's link to the
     lesson its story names is an output of an ``Output`` widget, which JupyterLab's renderer draws: a relative link
-    there opens the notebook beside this one, at the heading the fragment names. On Colab, the published notebook."""
+    there opens the notebook beside this one (tests/delivery/test_browser.py clicks it), its fragment the section's
+    heading. On Colab, the published notebook, linked in the view itself."""
     import html as html_module
 
     from labkit import lessons
@@ -273,10 +274,9 @@ def test_the_naming_labs_link_to_its_lesson_is_drawn_where_jupyterlab_opens_it_b
         lab.set(scheme="a name I type", typed_name="aten::add")   # refused: no story, no link
         assert lab.lesson_link.outputs == ()
         monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
-        lab.set(scheme="one shared name", order=lab.choices()["order"][0])
-        html_text = lab.lesson_link.outputs[0]["data"]["text/html"]
-        assert f"href='{lessons.ON_COLAB}02_mutates_args.ipynb' target='_blank'" in html_text, html_text
-        assert "opens in a new tab" in html_text
+        lab.set(scheme="one shared name", order=lab.choices()["order"][0])   # on Colab: absolute, in the view
+        assert f"href='{lessons.ON_COLAB}02_mutates_args.ipynb' target='_blank'" in lab.view.value, lab.view.value
+        assert "(opens in a new tab)" in lab.view.value and lab.lesson_link.outputs == ()
     finally:
         lab.close()
         ops.drop_namespace("t_link")

@@ -14,7 +14,10 @@ On a source (lessons/NN_*.py), for every cell a learner sees (not a collapsed ``
     ``#@title Solution (open it once you have tried)``;
 (k) a chapter closes in one order: "What to remember", then "Questions", then "Further reading";
 (l) no code cell a learner reads ends in ``;`` to hide its value (nbval runs cells without IPython's history and
-    shows the value anyway): name it, as in ``answer_ok = check_fill(...)``.
+    shows the value anyway): name it, as in ``answer_ok = check_fill(...)``;
+(m) a solution reads no private attribute of torch's objects (``op._opoverload._schema``): a learner copies it,
+    so it uses what the lesson showed (04's ``schema_tag``) or a public call.
+And an exercise a lab answers in one click is asked before that lab (:data:`PREDICT_BEFORE_THE_LAB`).
 On the stored notebooks (tools/lesson_metrics.py): at most 3 torch release numbers where a reader meets
 them, a picture in every notebook and 15 in all, no fewer claims asserted than before the rewrite (545), and a
 length cap per notebook (:data:`MAX_WORDS`, :data:`MAX_CODE_LINES`): a cap on the whole collection made every
@@ -38,6 +41,9 @@ PUBLIC_ENOUGH = ("torch._dynamo.config", "torch._inductor.config", "torch._funct
 PRIVATE = re.compile(r"\btorch\._\w+(?:\.\w+)*")
 ISSUE = re.compile(r"(?<![\w/&])#\d{5,6}\b")
 SOLUTION_TITLE = "#@title Solution (open it once you have tried)"
+PRIVATE_ATTRIBUTE = re.compile(r"\._(?:opoverload|schema|op|overloadpacket)\b")
+# notebook -> (the exercise's heading, the cell that builds the lab that answers it): the question comes first
+PREDICT_BEFORE_THE_LAB = {"04_names_and_caches": ("## Exercise 1:", "labkit.widgets.NamingLab(")}
 CLAIMS_BEFORE = 545           # claims asserted at a531288, before the learner-first rewrite (tools/lesson_metrics.py)
 # Notebooks not yet rewritten for learners: each must still break a rule here, so the set only shrinks.
 NOT_YET: set[str] = set()
@@ -90,6 +96,9 @@ def source_problems(path) -> list[str]:
             if "solution" in cell.metadata.get("tags", ()) and cell.source.split("\n", 1)[0] != SOLUTION_TITLE:
                 found.append(f"(j) {where}: a solution's first line shows while it is collapsed: make it "
                              f"{SOLUTION_TITLE!r} and put the answer below it")
+            if "solution" in cell.metadata.get("tags", ()) and PRIVATE_ATTRIBUTE.search(cell.source):
+                found.append(f"(m) {where}: a solution reads {PRIVATE_ATTRIBUTE.search(cell.source).group()}, private "
+                             "torch a learner copies: use what the lesson showed, or a public call")
             if "check" in cell.metadata.get("tags", ()) and not cell.source.startswith("#@title "):
                 found.append(f"(e) {where}: a check cell's first line is '#@title Check: <the claim>' (Colab's title)")
             continue
@@ -159,13 +168,20 @@ def test_the_rules_fire_on_a_bad_source(tmp_path):
     bad.write_text('# %% [markdown]\n# # 42 · bad\n# ## 1. #187319 live\n\n'
                    '# %%\n# NBVAL_IGNORE_OUTPUT\nx = torch._C._get_tracing_state()\nassert x is None, "no"\n\n'
                    '# %% tags=["check"]\nprint("checked")\n\n'
-                   '# %% tags=["solution"]\n# Solution: the answer is 42\n\n'
+                   '# %% tags=["solution"]\n# Solution: the answer is 42\nprint(op._opoverload._schema)\n\n'
                    '# %%\ncheck_answer(42);\n\n'
                    '# %% [markdown]\n# ## Questions\n# ## What to remember\n# ## Further reading\n# - #187319\n')
     found = "\n".join(source_problems(bad))
-    for rule in ("(i)", "(g)", "(e)", "(h)", "(f)", "(j)", "(k)", "(l)"):
+    for rule in ("(i)", "(g)", "(e)", "(h)", "(f)", "(j)", "(k)", "(l)", "(m)"):
         assert rule in found, (rule, found)
     assert found.count("(i)") == 1, "an issue number in Further reading is fine"
+
+
+def test_an_exercise_a_lab_answers_in_one_click_is_asked_before_the_lab():
+    """Predict, then look: a question under the lab that shows its answer is answered by a click, not by reasoning."""
+    for stem, (question, lab) in PREDICT_BEFORE_THE_LAB.items():
+        source = (ROOT / "lessons" / f"{stem}.py").read_text()
+        assert source.index(question) < source.index(lab), f"{stem}: '{question}' is asked under the lab answering it"
 
 
 def test_the_length_caps_are_per_notebook():
