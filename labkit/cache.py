@@ -156,8 +156,9 @@ def enable() -> str:
         line += (f" It adds a hash of the declarations to your torch.compiler.config.cache_key_tag "
                  f"({_state['user_tag']!r}), which it keeps.")
     if not _state["key_pass"]:
-        line += (" Your own post_grad_custom_post_pass is kept, so the tag alone carries the hash: after "
-                 "torch.compiler.reset(), call labkit.cache.refresh() before compiling again.")
+        line += (" Your own post_grad_custom_post_pass is kept, so torch.compiler.config.cache_key_tag alone "
+                 "carries labkit's hash of the declarations: after torch.compiler.reset(), call "
+                 "labkit.cache.refresh() before compiling again.")
     return line
 
 

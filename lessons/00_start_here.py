@@ -149,12 +149,13 @@ def check_fill(declared):
         return labkit.exercises.check(False, "", f"torch refuses it: {problem}")
     schema = labkit.checks.opcheck(op, (torch.zeros(2), torch.zeros(2)), tests="test_schema")["test_schema"]
     run = labkit.compile_and_compare(use_scratch, torch.zeros(2), torch.zeros(2))
-    extra = " and ".join(sorted(set(declared) - {"scratch"})) if declared != "unknown" else "every argument"
+    unwritten = sorted(set(declared) - {"scratch"}) if declared != "unknown" else ["x"]
+    extra = '"unknown" declares x' if declared == "unknown" else "you declare " + " and ".join(unwritten)
     agree = "compiled and eager agree here: agreement alone proves little" if run.verdict.agree else \
         "compiled and eager differ too"
     hint = (f"opcheck refuses it ({schema.removeprefix('FAIL: ')}); {agree}" if schema != "ok"
-            else f"{extra} declared as written, yet never written: a false promise too")
-    return labkit.exercises.check(schema == "ok" and not extra and run.verdict.agree,
+            else f"{extra} written, yet the kernel never writes it: a false promise")
+    return labkit.exercises.check(schema == "ok" and not unwritten and run.verdict.agree,
                                   "it matches the kernel: opcheck passes and compiled == eager.", hint)
 
 # %%
@@ -169,7 +170,7 @@ answer_ok = check_fill(my_mutates_args)
 import contextlib
 import io
 
-with contextlib.redirect_stdout(io.StringIO()):
+with contextlib.redirect_stdout(io.StringIO()) as said:
     assert check_fill(("scratch",)), "('scratch',) is the truthful declaration"
     assert not check_fill(("x",)), "('x',) is refused"
     assert not check_fill(("x", "scratch")), "x is never written: refused"
@@ -184,12 +185,13 @@ assert torch_refuses_a_bare_name, "torch.library.custom_op refuses mutates_args=
 
 # %% tags=["check"]
 #@title Check: the exercise's hints are plain words: no Python value, no flag, no cell that is not above
-with contextlib.redirect_stdout(io.StringIO()) as said:
-    for wrong in (..., ("x",), ("x", "scratch"), "unknown"):
-        check_fill(wrong)
-assert "=True" not in said.getvalue(), "no 'agree=True': the hint says it in words"
-assert "['" not in said.getvalue(), "no Python list in a hint"
-assert "cell above" not in said.getvalue(), "the answer cell is not the one above the check's: named instead"
+with contextlib.redirect_stdout(io.StringIO()) as unanswered:
+    check_fill(...)
+hints = said.getvalue() + unanswered.getvalue()      # the solution's wrong answers, and none at all
+assert "=True" not in hints, "no 'agree=True': the hint says it in words"
+assert "['" not in hints, "no Python list in a hint"
+assert "cell above" not in hints, "the answer cell is not the one above the check's: named instead"
+assert '"unknown" declares x written, yet the kernel never writes it' in hints, hints
 
 # %% [markdown]
 # ## In your own project

@@ -185,8 +185,8 @@ for label, result in mitigations.items():
 # - **Distinct names** (`mylib::foo_v2`) change the graph text, so the key.
 # - **Disabling the caches** (`torch.compiler.config.force_disable_caches = True`) works; every compile is done
 #   in full.
-# - **A cache directory per declaration** (`TORCHINDUCTOR_CACHE_DIR`) works across processes (process 3), not
-#   within one (Exercise 1).
+# - **A cache directory per declaration** (`TORCHINDUCTOR_CACHE_DIR`) works across processes (process 3); within
+#   one? Exercise 1.
 # - **A hash of the declarations in `cache_key_tag`** keeps the caches on: a changed schema is a new key, an
 #   unchanged one still hits. `labkit.setup()` does this. The key's parts, without it and with it:
 
@@ -484,12 +484,12 @@ def tag_in_a_new_python(tag_fn) -> tuple[str | None, str]:
 
     try:
         source = textwrap.dedent(inspect.getsource(tag_fn))
+        helpers = inspect.getsource(schema_tag)   # §3's helper, which a tag may call
     except (OSError, TypeError):
         return None, "its source could not be read: define it with def in a cell"
     with tempfile.TemporaryDirectory() as folder:
         script = os.path.join(folder, "tag_in_a_new_python.py")
         with open(script, "w") as file:
-            helpers = inspect.getsource(schema_tag)   # §3's helper, which a tag may call
             file.write(NEW_PYTHON.format(helpers=helpers, source=source, name=tag_fn.__name__))
         done = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=300)
     said = [line[4:] for line in done.stdout.splitlines() if line.startswith("TAG ")]

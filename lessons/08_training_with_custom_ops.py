@@ -693,16 +693,16 @@ def softclip_op(name):
 # %% tags=["check"]
 #@title The exercise's check, continued (how many values your backward returned, in words)
 def gradient_count_problem(op, returned):
-    """One sentence when one backward returned other than softclip's two values (one per input), else None."""
+    """One sentence when torch refused what one backward returned (not one value per input), else None."""
     x = torch.randn(3, dtype=torch.float64, requires_grad=True)
-    labkit.stages.raised(lambda: op(x, 2.0).sum().backward())
-    got = returned[-1] if returned else ()        # none: it raised first, and opcheck says where
-    count = len(got) if isinstance(got, (tuple, list)) else 1
-    if not returned or count == 2:
+    refused = labkit.stages.raised(lambda: op(x, 2.0).sum().backward())
+    if refused is None or not returned:            # it ran, or raised before returning: opcheck says where
         return None
-    said = "None" if got is None else "one value" if count == 1 else f"{count} values"
-    return (f"your backward returns {said}; softclip has two inputs, x and limit: return one value per input, "
-            "the gradient for x, then None for limit (a float)")
+    got = returned[-1]
+    said = ("a list" if isinstance(got, list) else "None" if got is None else
+            f"{len(got)} values" if isinstance(got, tuple) else "one value")
+    return (f"your backward returns {said}; softclip has two inputs, x and limit: return a tuple with one value "
+            "per input, the gradient for x, then None for limit (a float)")
 
 # %% tags=["check"]
 #@title The exercise's check, continued (it registers your formula on the op, then runs opcheck and gradcheck)
@@ -711,8 +711,9 @@ def softclip_problem(setup_context, backward, name="softclip"):
     op, returned = softclip_op(name), []
     recorded = lambda ctx, grad: returned.append(backward(ctx, grad)) or returned[-1]   # noqa: E731
     refused = labkit.stages.raised(lambda: op.register_autograd(recorded, setup_context=setup_context))
-    if refused or gradient_count_problem(op, returned):
-        return f"torch refuses it: {refused.message}" if refused else gradient_count_problem(op, returned)
+    counted = None if refused else gradient_count_problem(op, returned)
+    if refused or counted:
+        return f"torch refuses it: {refused.message}" if refused else counted
     for shape, limit in (((5,), 2.0), ((3, 4), 0.5), ((2,), 3.0)):   # a formula must hold for every limit and shape
         x = torch.randn(shape, dtype=torch.float64, requires_grad=True)
         where = f"(x of shape {list(shape)}, limit={limit})"

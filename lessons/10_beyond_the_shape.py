@@ -546,7 +546,7 @@ def check_registrations(mine):
     if None in words.values():
         return None
     wrong = [case for case in actual_registrations if words.get(case) != actual_registrations[case]]
-    return labkit.exercises.check(not wrong, "all three hold.", f"re-think {', '.join(wrong)}: which of the two APIs "
+    return labkit.exercises.check(not wrong, "all three hold.", f"re-think {', '.join(map(repr, wrong))}: which of the two APIs "
                                   "replaces, and whose registrations may it replace (section 1)?")
 
 # %%
@@ -567,7 +567,7 @@ with contextlib.redirect_stdout(io.StringIO()):
 #@title Check: a hint names what to re-think in words, not as a Python list
 with contextlib.redirect_stdout(io.StringIO()) as said:
     check_registrations({**solution, "custom_op over define": "replaces", "define twice": "replaces"})
-assert "re-think define twice, custom_op over define:" in said.getvalue(), said.getvalue()
+assert "re-think 'define twice', 'custom_op over define':" in said.getvalue(), said.getvalue()
 
 # %% [markdown]
 # ## Exercise 2: what catches which lie?
@@ -611,7 +611,7 @@ def check_predictions(mine):
         return None
     wrong = [f"{op} / {tool}" for op, row in actual_predictions.items() for tool in row
              if words.get((op, tool)) != actual_predictions[op][tool]]
-    return labkit.exercises.check(not wrong, "all four predictions hold.", f"re-think {', '.join(wrong)}: which metadata "
+    return labkit.exercises.check(not wrong, "all four predictions hold.", f"re-think {', '.join(map(repr, wrong))}: which metadata "
                                   "does opcheck compare, and which does Inductor's code check (section 3)?")
 
 # %%

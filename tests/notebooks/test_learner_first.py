@@ -15,8 +15,9 @@ On a source (lessons/NN_*.py), for every cell a learner sees (not a collapsed ``
 (k) a chapter closes in one order: "What to remember", then "Questions", then "Further reading";
 (l) no code cell a learner reads ends in ``;`` to hide its value (nbval runs cells without IPython's history and
     shows the value anyway): name it, as in ``answer_ok = check_fill(...)``;
-(m) a solution reads no private attribute of torch's objects (``op._opoverload._schema``): a learner copies it,
-    so it uses what the lesson showed (04's ``schema_tag``) or a public call.
+(m) a solution's code (not its comments) reads none of the private attributes of torch's op objects a learner
+    might copy (``._opoverload``, ``._schema``, ``._op``, ``._overloadpacket``, as ``op._opoverload._schema``): it
+    uses what the lesson showed (04's ``schema_tag``) or a public call.
 And an exercise a lab answers in one click is asked before that lab (:data:`PREDICT_BEFORE_THE_LAB`).
 On the stored notebooks (tools/lesson_metrics.py): at most 3 torch release numbers where a reader meets
 them, a picture in every notebook and 15 in all, no fewer claims asserted than before the rewrite (545), and a
@@ -96,9 +97,11 @@ def source_problems(path) -> list[str]:
             if "solution" in cell.metadata.get("tags", ()) and cell.source.split("\n", 1)[0] != SOLUTION_TITLE:
                 found.append(f"(j) {where}: a solution's first line shows while it is collapsed: make it "
                              f"{SOLUTION_TITLE!r} and put the answer below it")
-            if "solution" in cell.metadata.get("tags", ()) and PRIVATE_ATTRIBUTE.search(cell.source):
-                found.append(f"(m) {where}: a solution reads {PRIVATE_ATTRIBUTE.search(cell.source).group()}, private "
-                             "torch a learner copies: use what the lesson showed, or a public call")
+            solution_code = "\n".join(line.split("#", 1)[0] for line in cell.source.splitlines())
+            if "solution" in cell.metadata.get("tags", ()) and PRIVATE_ATTRIBUTE.search(solution_code):
+                read = PRIVATE_ATTRIBUTE.search(solution_code).group()
+                found.append(f"(m) {where}: a solution reads {read}, private torch a learner copies: use what the "
+                             "lesson showed, or a public call")
             if "check" in cell.metadata.get("tags", ()) and not cell.source.startswith("#@title "):
                 found.append(f"(e) {where}: a check cell's first line is '#@title Check: <the claim>' (Colab's title)")
             continue
