@@ -254,7 +254,8 @@ def test_every_naming_lab_setting_is_true_and_consistent():
                     found.append(f"{values}: the panel's x after {x_after} vs {step.x_after}")
                 if ("hit" in cells[4]) != (step.cache_hits > 0):
                     found.append(f"{values}: the cache column says {cells[4]!r}, hits {step.cache_hits}")
-            found += check_other_reason(lab.view.value, result.steps, values)
+            link = lab.lesson_link.outputs[0]["data"]["text/html"] if lab.lesson_link.outputs else ""
+            found += check_other_reason(lab.view.value, result.steps, values, link)
             second = result.steps[1]
             if ("silently wrong" in said) != (second.stale and not second.correct):
                 found.append(f"{values}: the story's 'silently wrong' disagrees with x ({second.x_after} vs eager "
@@ -270,15 +271,16 @@ HEADINGS_02 = {line.lstrip("#").strip().replace("`", "").replace(" ", "-")
                for line in "".join(cell["source"]).splitlines() if line.startswith("## ")}
 
 
-def check_other_reason(page: str, steps, values) -> list[str]:
+def check_other_reason(page: str, steps, values, link_html: str = "") -> list[str]:
     """A row whose compiled x differs from eager's with no cache hit is wrong for its declaration, not its name: the
-    story says so first (naming the step), with a link to the section of notebook 02 that runs that mistake, before
-    anything about the cache; where every row is right or wrong through the cache, it says nothing of the kind."""
+    story says so first (naming the step), with a link (under the view: ``link_html``) to the section of notebook 02
+    that runs that mistake, before anything about the cache; where every row is right or wrong through the cache,
+    it says nothing of the kind, and links nothing."""
     other = [i + 1 for i, step in enumerate(steps) if step.x_after != step.x_after_eager and not step.cache_hits]
     removed = [n for n in other if steps[n - 1].declared == "pure" and steps[n - 1].kernel_calls == 0]
     story_html = page.rsplit("<p", 1)[-1]
     story = html.unescape(re.sub("<[^>]+>", "", story_html.split(">", 1)[1]))
-    links = re.findall(r"href='([^']*)'", story_html)
+    links = re.findall(r"href='([^']*)'", story_html + link_html)
     found = []
     if other:
         before_cache = story.split("As for the cache")[0].lower()

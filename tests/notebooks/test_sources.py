@@ -178,7 +178,7 @@ def test_the_day_agenda_has_a_lunch_two_breaks_and_its_homework_and_check_catche
     root = _copy_of_the_lab(tmp_path)
     assert _check(root).returncode == 0, "the copy is current before the lunch grows"
     pyproject = root / "pyproject.toml"
-    pyproject.write_text(pyproject.read_text().replace('minutes = 45, name = "Lunch"', 'minutes = 60, name = "Lunch"'))
+    pyproject.write_text(pyproject.read_text().replace('minutes = 45, name = "Lunch"', 'minutes = 50, name = "Lunch"'))
     stale = _check(root)
     assert stale.returncode == 1 and "INSTRUCTORS.md" in stale.stdout, stale.stdout
 
