@@ -2,9 +2,9 @@
 
 The registry is pyproject.toml: ``[tool.lab]`` (the notebooks, one ``[[tool.lab.notebooks]]`` each, and
 the torch range) and ``[project] version``. A fact measured by a tool is read from that tool's output,
-never retyped: ``CHECKED_ON`` is the releases whose rows pass in docs/torch-versions.json
-(``tools/torch_matrix.py``'s ``checked_on``), and the GPU table (docs/maintaining.md) and INSTRUCTORS.md's
-GPU-room note are read from docs/gpu-runs/*.json (``tools/gpu_runs.py``).
+never retyped: ``CHECKED_ON`` is the lab's range from docs/torch-versions.json (``tools/torch_matrix.py``'s
+``lab_range``; README names each notebook whose own range is narrower), and the GPU table
+(docs/maintaining.md) and INSTRUCTORS.md's GPU-room note are read from docs/gpu-runs/*.json (``tools/gpu_runs.py``).
 
 Each generated region sits between a BEGIN and an END marker line naming it (``REGIONS``); two facts live
 on a line that cannot hold a marker (pyproject's dependency list, ``labkit.__version__``) and are rewritten
@@ -102,10 +102,17 @@ def registry_problems(root: pathlib.Path = ROOT) -> list[str]:
     return problems + unknown_keys(pyproject(root)["tool"]["lab"])
 
 
-def checked_on(root: pathlib.Path, stems: list[str]) -> list[str]:
-    """The releases on which every registered notebook passed, as tools/torch_matrix.py decides."""
+def torch_range(root: pathlib.Path, lab: dict, checked: list[str]) -> list[str]:
+    """README's torch line: the lab's range, and each notebook whose own range is narrower (a notebook added
+    after the full rows, run on some releases only), so no reader is promised a release its rows never ran."""
     rows = json.loads((root / "docs" / "torch-versions.json").read_text())
-    return torch_matrix.checked_on(rows, stems)
+    narrow = torch_matrix.narrower(rows, [nb["stem"] for nb in lab["notebooks"]])
+    if not narrow:
+        return ["", f"**torch >= {lab['minimum_torch']}: every notebook passes on torch {', '.join(checked)}.**", ""]
+    but = " and ".join(nb[:2] for nb in narrow)
+    own = "; ".join(f"notebook {nb[:2]} on torch {', '.join(releases)}" for nb, releases in narrow.items())
+    return ["", f"**torch >= {lab['minimum_torch']}: every notebook but {but} passes on torch {', '.join(checked)}; "
+                f"{own}.**", ""]
 
 
 def learner_minutes(root: pathlib.Path, lab: dict) -> dict[str, int]:
@@ -373,8 +380,7 @@ def regions(project: dict, checked: list[str], root: pathlib.Path = ROOT) -> dic
     checks = registered_checks(root)
     return {
         "README.md": [
-            ("torch-range", "md", ["", f"**torch >= {lab['minimum_torch']}: every notebook passes on torch "
-                                       f"{', '.join(checked)}.**", ""]),
+            ("torch-range", "md", torch_range(root, lab, checked)),
             ("notebooks", "md", ["", *readme_notebooks(lab, nbs, learner), ""]),
             ("checks", "md", check_list(checks, "all", "md"))],
         "docs/measurements.md": [("times", "md", readme_times(nbs)),
@@ -430,10 +436,17 @@ def expected(root: pathlib.Path = ROOT) -> dict[str, tuple[str, str]]:
     if incomplete:
         raise FactsError("\n".join(incomplete))
     stems = [nb["stem"] for nb in lab.get("notebooks", [])]
-    checked = checked_on(root, stems)
+    rows = json.loads((root / "docs" / "torch-versions.json").read_text())
+    checked = torch_matrix.lab_range(rows, stems)
     if not checked:
-        raise NotYetChecked(f"No row of docs/torch-versions.json ran the registered notebooks ({len(stems)}) and "
-                         "passed: run python tools/torch_matrix.py for each release before writing CHECKED_ON")
+        raise NotYetChecked(f"No full row of docs/torch-versions.json ran the registered notebooks ({len(stems)}) "
+                            "and passed: run python tools/torch_matrix.py for each release before writing CHECKED_ON")
+    unchecked = [s for s in stems if not torch_matrix.supported(rows, s)]
+    if unchecked:
+        numbers = " ".join(s[:2] for s in unchecked)
+        raise NotYetChecked(f"No row of docs/torch-versions.json ran {', '.join(unchecked)} and passed: run "
+                            f"python tools/torch_matrix.py {checked[-1]} --notebooks {numbers} (and on the lab's "
+                            "other releases) before writing the facts")
     if checked[0].split(".")[:2] != lab["minimum_torch"].split("."):
         raise FactsError(f"pyproject's [tool.lab] minimum_torch is {lab['minimum_torch']}, but the oldest release "
                          f"on which every notebook passes (docs/torch-versions.json) is {checked[0]}: make them agree")

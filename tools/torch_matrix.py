@@ -18,13 +18,15 @@ the packages of ``--doctor-pip``, installed with that torch pinned as a constrai
 prints one row per release: the doctor's exit status and verdicts, and the ops with findings; ``--doctor-out``
 writes every release's JSON report to one file. It writes nothing under docs/.
 
-``--notebooks 02 03`` (numbers or names) runs only those notebooks, and the probe, on each release: a partial
-run prints its result and writes nothing under docs/, because the lab's supported range is computed from rows
-that ran every notebook.
+``--notebooks 12`` (numbers or names) runs only those notebooks, and the probe, on each release, and saves a
+*partial* row: a notebook added later costs its own rows, not the whole matrix. A partial row never replaces a
+full one; a later run of a notebook replaces its earlier result on that release (:func:`latest_results`).
 
-Results accumulate in docs/torch-versions.json (one entry per row, replaced when re-run);
-docs/torch-versions.md is rewritten from it, and labkit's CHECKED_ON must match the releases
-whose notebooks all passed there (tests/labkit/test_env.py checks).
+Results accumulate in docs/torch-versions.json (one entry per run, in the order they ran; a full row replaces
+every earlier row of its release); docs/torch-versions.md is rewritten from it. The lab's range
+(:func:`lab_range`, labkit's CHECKED_ON, tests/labkit/test_env.py checks) is the releases with a full row on
+which every notebook of the full rows passes; a notebook only partial rows ran has its own range
+(:func:`supported`), which README names where it is narrower.
 """
 
 from __future__ import annotations
@@ -155,11 +157,13 @@ def reprobe_row(row: dict, python: str, venv_root: Path) -> dict:
 def run_row(label: str, torch_version: str, python: str, colab: bool, venv_root: Path, keep: bool,
             notebooks: list[Path] | None = None) -> dict:
     """One release's row: install, run ``notebooks`` (every notebook when None) under nbval-lax from a cold
-    Inductor cache, then the probe. A row of named notebooks says so (``partial``): it is never saved."""
+    Inductor cache, then the probe. A row of named notebooks says so (``partial``), install failure included."""
     venv = venv_for(torch_version, python, colab, venv_root)
     log_path = Path(tempfile.gettempdir()) / f"torch-matrix-{venv.name}.log"
     row = {"row": label, "torch": torch_version, "python": python_version(python), "colab": colab,
            "date": time.strftime("%Y-%m-%d"), "commit": current_commit(), "log": str(log_path)}
+    if notebooks:
+        row["partial"] = True
     with open(log_path, "w") as log:
         print(f"[{label}] installing into {venv} (log: {log_path})", flush=True)
         if not install(venv, python, torch_version, colab, log):
@@ -182,7 +186,6 @@ def run_row(label: str, torch_version: str, python: str, colab: bool, venv_root:
             row["behaviours"] = run_probe(venv_python, env, work_dir, log)
             passed = bool(row["notebooks"]) and all(v == "pass" for v in row["notebooks"].values())
             if notebooks:
-                row["partial"] = True
                 row["result"] = "the named notebooks pass" if passed else "notebooks fail"
             else:
                 row["result"] = "all notebooks pass" if passed else "notebooks fail"
@@ -262,9 +265,9 @@ def named_notebooks(names: list[str]) -> list[Path]:
 
 
 def partial_report(row: dict) -> str:
-    """What a partial run found, printed instead of written: per notebook, then the probe."""
+    """What a partial run found, per notebook, then the probe (the row is saved too)."""
     lines = [f"[{row['row']}] {row.get('torch_build') or row['torch']}: {row['result']} "
-             "(a partial run: nothing written under docs/)"]
+             f"(a partial run, saved in {RESULTS.name})"]
     lines += [f"  {nb}: {result}" for nb, result in sorted(row.get("notebooks", {}).items())]
     lines += [f"  {SHORT.get(k, k)}: {v}" for k, v in row.get("behaviours", {}).items()]
     return "\n".join(lines)
@@ -275,16 +278,74 @@ def load() -> list[dict]:
 
 
 def save(row: dict) -> list[dict]:
-    """Add ``row`` (replacing an older run of it) to the results; safe with several runs at once. A partial row
-    (named notebooks only) is refused: the supported range is computed from rows that ran every notebook."""
-    if row.get("partial"):
-        raise ValueError(f"the {row['row']} row ran named notebooks only: it is printed, never saved")
+    """Add ``row`` after the earlier runs; safe with several runs at once. A full row replaces every earlier row
+    of its release (row and Python); a partial row replaces only the earlier partial results of its notebooks
+    there, and never a full row, whose other notebooks' results stay."""
     with open(RESULTS.with_suffix(".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        rows = [r for r in load() if (r["row"], r["python"]) != (row["row"], row["python"])] + [row]
+        rows = [kept for r in load() if (kept := _after(r, row))] + [row]
         RESULTS.write_text(json.dumps(rows, indent=1) + "\n")
         write_table(rows)
     return rows
+
+
+def save_probes(row: dict) -> list[dict]:
+    """Put a full row whose probes ran again back in its place: its release's later partial rows stay newer."""
+    with open(RESULTS.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        rows = [row if (r["row"], r["python"], r.get("partial")) == (row["row"], row["python"], None) else r
+                for r in load()]
+        RESULTS.write_text(json.dumps(rows, indent=1) + "\n")
+        write_table(rows)
+    return rows
+
+
+def _after(old: dict, new: dict) -> dict | None:
+    """What is left of an earlier row ``old`` once ``new`` is saved: itself, fewer notebooks, or None."""
+    if (old["row"], old["python"]) != (new["row"], new["python"]):
+        return old
+    if not new.get("partial"):
+        return None
+    if not old.get("partial"):
+        return old
+    left = {nb: r for nb, r in old.get("notebooks", {}).items() if nb not in new.get("notebooks", {})}
+    return {**old, "notebooks": left} if left else None
+
+
+def latest_results(rows: list[dict], stems: list[str]) -> dict[str, dict[str, str]]:
+    """{torch release: {notebook: the result of its latest run there}} for the notebooks ``stems``, from the
+    non-Colab rows, full and partial, in the order they ran."""
+    merged: dict[str, dict[str, str]] = {}
+    for row in rows:
+        if not row["colab"]:
+            merged.setdefault(row["torch"], {}).update(
+                {nb: r for nb, r in row.get("notebooks", {}).items() if nb in stems})
+    return merged
+
+
+def supported(rows: list[dict], stem: str) -> list[str]:
+    """The releases on which the latest run of notebook ``stem`` passed (a full row or a partial one)."""
+    return _by_version(v for v, results in latest_results(rows, [stem]).items() if results.get(stem) == "pass")
+
+
+def lab_range(rows: list[dict], stems: list[str]) -> list[str]:
+    """The releases with a full (non-Colab) row of today's notebooks on which every notebook the full rows ran
+    passes, in its latest run there; a notebook only partial rows ran is judged by :func:`supported` instead."""
+    full = [r for r in rows if not r["colab"] and not r.get("partial") and r.get("notebooks")
+            and set(r["notebooks"]) <= set(stems)]
+    core = {nb for r in full for nb in r["notebooks"]}
+    merged = latest_results(rows, stems)
+    return _by_version(r["torch"] for r in full if all(merged[r["torch"]].get(nb) == "pass" for nb in core))
+
+
+def narrower(rows: list[dict], stems: list[str]) -> dict[str, list[str]]:
+    """{notebook: its releases} for each notebook whose range leaves out a release of the lab's range."""
+    lab = set(lab_range(rows, stems))
+    return {stem: releases for stem in stems if not lab <= set(releases := supported(rows, stem))}
+
+
+def _by_version(versions) -> list[str]:
+    return sorted(set(versions), key=lambda v: tuple(int(p) for p in v.split(".")))
 
 
 def version_key(row: dict) -> tuple:
@@ -321,9 +382,9 @@ def current_notebooks() -> list[str]:
     return sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
 
-def ran_current_notebooks(row: dict, notebooks: list[str] | None = None) -> bool:
-    """Only a row that ran today's notebooks (or those named) speaks for them (older rows stay, marked)."""
-    return sorted(row.get("notebooks", {})) == sorted(current_notebooks() if notebooks is None else notebooks)
+def ran_current_notebooks(row: dict) -> bool:
+    """A full row speaks for today's notebooks when it ran none that is gone (older rows stay, marked)."""
+    return set(row.get("notebooks", {})) <= set(current_notebooks())
 
 
 def write_table(rows: list[dict]) -> None:
@@ -350,14 +411,17 @@ def write_table(rows: list[dict]) -> None:
     for row in sorted(rows, key=version_key):
         result = row["result"] if ran_current_notebooks(row) else (
             f"earlier notebook set ({len(row.get('notebooks', {}))} notebooks): {row['result']}")
+        if row.get("partial"):
+            result = f"partial ({', '.join(nb[:2] for nb in sorted(row.get('notebooks', {}))) or 'none'}): {result}"
         cells = [row["row"], row.get("torch_build") or row["torch"], row["python"], result]
         cells += [row.get("notebooks", {}).get(nb, "—") for nb in notebooks]
         cells += [str(row.get("behaviours", {}).get(b, "—")) for b in behaviours]
         cells.append(f"{row['date']} ({row.get('commit', 'commit not recorded')})")
         lines.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
-    passing = checked_on(rows)
-    lines += ["", f"Every notebook passes on: {', '.join(passing) or 'none'}; the oldest of these is the lab's",
-              "minimum (`labkit.env.MINIMUM_TORCH`, pyproject's `[tool.lab] minimum_torch`).", "", findings()]
+    lines += ["", range_sentence(rows, notebooks) + "; the oldest of the first list is the lab's",
+              "minimum (`labkit.env.MINIMUM_TORCH`, pyproject's `[tool.lab] minimum_torch`). A partial row ran the",
+              "notebooks it names, added after the full rows (`--notebooks`); a notebook's latest run on a release",
+              "is the one that counts.", "", findings()]
     TABLE.write_text("\n".join(lines))
 
 
@@ -370,12 +434,20 @@ def findings() -> str:
     return text[text.index(FINDINGS_HEADING):]
 
 
+def range_sentence(rows: list[dict], stems: list[str]) -> str:
+    """"Every notebook passes on: ...", naming each notebook whose own range is narrower."""
+    narrow = narrower(rows, stems)
+    if not narrow:
+        return f"Every notebook passes on: {', '.join(lab_range(rows, stems)) or 'none'}"
+    but = ", ".join(nb[:2] for nb in narrow)
+    return (f"Every notebook but {but} passes on: {', '.join(lab_range(rows, stems)) or 'none'}; "
+            + "; ".join(f"{nb[:2]} on: {', '.join(r) or 'none yet'}" for nb, r in narrow.items()))
+
+
 def checked_on(rows: list[dict], notebooks: list[str] | None = None) -> list[str]:
-    """Releases whose (non-Colab) row passed every notebook (of notebooks/, or those named): labkit's
-    CHECKED_ON, which tools/build_notebooks.py --facts writes from this, for pyproject's registered notebooks."""
-    good = {row["torch"] for row in rows if not row["colab"] and row["result"] == "all notebooks pass"
-            and ran_current_notebooks(row, notebooks)}
-    return sorted(good, key=lambda v: tuple(int(p) for p in v.split(".")))
+    """The lab's range (:func:`lab_range`) for today's notebooks (or those named): labkit's CHECKED_ON, which
+    tools/build_notebooks.py --facts writes from this, for pyproject's registered notebooks."""
+    return lab_range(rows, current_notebooks() if notebooks is None else notebooks)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -397,7 +469,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="the folder the doctor runs in (the project's root; default: here)")
     parser.add_argument("--doctor-out", type=Path, help="write every release's doctor report (JSON) to this file")
     parser.add_argument("--notebooks", nargs="+", metavar="NN",
-                        help="run only these notebooks (numbers or names); the result is printed, not written")
+                        help="run only these notebooks (numbers or names), saved as a partial row")
     args = parser.parse_args(argv)
     if args.notebooks is not None:
         if args.doctor or args.table_only or args.probes_only:
@@ -426,22 +498,22 @@ def main(argv: list[str] | None = None) -> None:
         todo.append(("Colab stack", COLAB["torch"], args.colab_python, True))
     for label, version, python, colab in ([] if args.table_only else todo):
         if args.probes_only:
-            old = next((r for r in rows if r["row"] == label), None)
+            old = next((r for r in rows if r["row"] == label and not r.get("partial")), None)
             if old is None:
                 parser.error(f"--probes-only: no {label} row in {RESULTS.name} yet")
-            rows = save(reprobe_row(old, python, args.venv_root))
+            rows = save_probes(reprobe_row(old, python, args.venv_root))
             continue
         row = run_row(label, version, python, colab, args.venv_root, args.keep_venvs, args.notebooks)
+        rows = save(row)
         if args.notebooks:
             print(partial_report(row), flush=True)
             failed = failed or row["result"] != "the named notebooks pass"
-            continue
-        rows = save(row)
     if args.notebooks:
         raise SystemExit(1 if failed else 0)
     write_table(rows)
     table = TABLE.relative_to(ROOT) if TABLE.is_relative_to(ROOT) else TABLE
-    print(f"wrote {table}; every notebook passes on: {', '.join(checked_on(rows))}")
+    sentence = range_sentence(rows, current_notebooks())
+    print(f"wrote {table}; {sentence[0].lower()}{sentence[1:]}")
 
 
 if __name__ == "__main__":

@@ -203,17 +203,31 @@ def test_a_new_registered_notebook_builds_by_name_before_the_version_matrix_ran_
     built notebooks): building it by name only notes that the facts wait for the matrix; --facts and --check
     still fail until then."""
     root = _copy_of_the_lab(tmp_path)
-    (root / "lessons" / "98_new_idea.py").write_text("# %% [markdown]\n# # 98 · A new idea\n")
+    (root / "lessons" / "98_new_idea.py").write_text("# %% [markdown]\n# # 98 · A new idea\n#\n"
+                                                     "# **Time:** about 5 minutes.\n")
     pyproject = root / "pyproject.toml"
     pyproject.write_text(pyproject.read_text() + '\n[[tool.lab.notebooks]]\nstem = "98_new_idea"\ntitle = "A new '
                          'idea"\nidea = "x"\nshort_idea = "x"\nexecution_s = 1\ndemo = "x"\n')
     built = subprocess.run([sys.executable, str(root / "tools" / "build_notebooks.py"), "98", "--any-torch"],
                            capture_output=True, text=True, timeout=300)
     assert built.returncode == 0, built.stdout + built.stderr
-    assert "note: No row of docs/torch-versions.json ran the registered notebooks" in built.stderr, built.stderr
+    refusal = "No row of docs/torch-versions.json ran 98_new_idea and passed: run python tools/torch_matrix.py"
+    assert f"note: {refusal}" in built.stderr and "--notebooks 98 " in built.stderr, built.stderr
     assert (root / "notebooks" / "98_new_idea.ipynb").is_file(), "the notebook was built"
     assert _facts(root).returncode == 1, "--facts refuses until the matrix ran the new notebook"
-    assert "No row of docs/torch-versions.json ran the registered notebooks" in _check(root).stdout
+    assert refusal in _check(root).stdout
+    # Its own rows (tools/torch_matrix.py 2.13.0 --notebooks 98), not the whole matrix, let the facts be written:
+    # README names its narrower range and the lab's range stays.
+    results = root / "docs" / "torch-versions.json"
+    rows = json.loads(results.read_text())
+    before = [r["torch"] for r in rows if r["result"] == "all notebooks pass" and not r["colab"]]
+    rows.append({"row": "2.13.0", "torch": "2.13.0", "python": "3.11", "colab": False, "partial": True,
+                 "notebooks": {"98_new_idea": "pass"}, "result": "the named notebooks pass", "date": "2026-12-07"})
+    results.write_text(json.dumps(rows))
+    facts_run = _facts(root)
+    assert facts_run.returncode == 0, facts_run.stdout + facts_run.stderr
+    readme = (root / "README.md").read_text()
+    assert f"every notebook but 98 passes on torch {', '.join(before)}; notebook 98 on torch 2.13.0." in readme
 
 
 def test_an_unknown_notebook_gets_one_sentence():

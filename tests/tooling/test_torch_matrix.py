@@ -1,6 +1,6 @@
-"""tools/torch_matrix.py's --notebooks: which notebooks it names, what it refuses, and that a run of named
-notebooks prints its result and leaves docs/torch-versions.json and .md alone (the lab's supported range is
-computed from rows that ran every notebook). No torch is installed here: the release's run is replaced by a
+"""tools/torch_matrix.py's --notebooks: which notebooks it names, what it refuses, that a run of named
+notebooks is saved as a partial row beside the full ones, and how the lab's range and each notebook's own
+range are computed from full and partial rows. No torch is installed here: the release's run is replaced by a
 function that returns the row a run would, so only the tool's own bookkeeping is under test."""
 
 import pytest
@@ -49,18 +49,20 @@ def _results_in(tmp_path, monkeypatch):
     return results, table
 
 
-def test_a_partial_run_prints_its_result_and_writes_nothing(tmp_path, monkeypatch, capsys):
+def test_a_partial_run_saves_a_partial_row_beside_the_full_one(tmp_path, monkeypatch, capsys):
     results, table = _results_in(tmp_path, monkeypatch)
-    before = results.read_text()
     calls = []
     monkeypatch.setattr(torch_matrix, "run_row", _fake_run(calls))
     with pytest.raises(SystemExit) as ended:
-        torch_matrix.main(["9.9.0", "--notebooks", "02", "03", "--venv-root", str(tmp_path / "venvs")])
+        torch_matrix.main(["2.13.0", "--notebooks", "02", "03", "--venv-root", str(tmp_path / "venvs")])
     assert ended.value.code == 0, "every named notebook passed"
     assert [p.stem[:2] for p in calls[0]] == ["02", "03"], "only the named notebooks run"
-    assert results.read_text() == before and table.read_text().startswith("the table before")
+    rows = torch_matrix.load()
+    thirteen = [r for r in rows if r["row"] == "2.13.0"]
+    assert [bool(r.get("partial")) for r in thirteen] == [False, True], "the full row stays, the partial follows"
+    assert "| partial (02, 03): the named notebooks pass |" in table.read_text()
     printed = capsys.readouterr().out
-    assert "9.9.0: the named notebooks pass (a partial run: nothing written under docs/)" in printed
+    assert "2.13.0: the named notebooks pass (a partial run, saved in torch-versions.json)" in printed
     assert "02_mutates_args: pass" in printed
 
 
@@ -76,9 +78,53 @@ def test_a_full_run_writes_its_row(tmp_path, monkeypatch):
         torch_matrix.write_table(torch_matrix.load())
 
 
-def test_a_partial_row_is_never_saved():
-    with pytest.raises(ValueError, match="ran named notebooks only"):
-        torch_matrix.save({"row": "2.15.0", "python": "3.11", "partial": True})
+def _row(torch, notebooks, result="pass", partial=False, colab=False):
+    row = {"row": "Colab stack" if colab else torch, "torch": torch, "python": "3.13" if colab else "3.11",
+           "colab": colab, "notebooks": {nb: result for nb in notebooks}, "result": "-", "date": "2026-12-07"}
+    return {**row, "partial": True} if partial else row
+
+
+OLD = ["00_a", "01_b"]
+
+
+def test_a_notebook_added_later_has_its_own_range_and_leaves_the_labs_alone():
+    rows = [_row("2.11.0", OLD), _row("2.13.0", OLD), _row("2.13.0", ["12_new"], partial=True)]
+    stems = OLD + ["12_new"]
+    assert torch_matrix.lab_range(rows, stems) == ["2.11.0", "2.13.0"]
+    assert torch_matrix.supported(rows, "12_new") == ["2.13.0"]
+    assert torch_matrix.narrower(rows, stems) == {"12_new": ["2.13.0"]}
+    assert torch_matrix.range_sentence(rows, stems) == "Every notebook but 12 passes on: 2.11.0, 2.13.0; 12 on: 2.13.0"
+    rows.append(_row("2.11.0", ["12_new"], partial=True))
+    assert torch_matrix.narrower(rows, stems) == {}, "run on every release, the notebook joins the lab's range"
+    assert torch_matrix.range_sentence(rows, stems) == "Every notebook passes on: 2.11.0, 2.13.0"
+
+
+def test_a_later_run_decides_and_only_full_rows_of_todays_notebooks_make_the_range():
+    stems = OLD + ["12_new"]
+    failing_again = [_row("2.13.0", OLD), _row("2.13.0", ["01_b"], result="FAIL: cell 3", partial=True)]
+    assert torch_matrix.lab_range(failing_again, stems) == [], "a notebook of the full rows failing there"
+    assert torch_matrix.lab_range(failing_again + [_row("2.13.0", ["01_b"], partial=True)], stems) == ["2.13.0"]
+    gone = [_row("2.10.0", ["00_a", "05_gone"]), _row("2.13.0", OLD)]
+    assert torch_matrix.lab_range(gone, stems) == ["2.13.0"], "a row that ran a notebook now gone"
+    fewer = [_row("2.10.0", ["00_a"]), _row("2.13.0", OLD)]
+    assert torch_matrix.lab_range(fewer, stems) == ["2.13.0"], "a full row of fewer notebooks than the others ran"
+    colab = [_row("2.13.0", OLD), _row("2.11.0", OLD + ["12_new"], colab=True)]
+    assert torch_matrix.lab_range(colab, stems) == ["2.13.0"] and torch_matrix.supported(colab, "12_new") == []
+    assert torch_matrix.lab_range([_row("2.13.0", ["12_new"], partial=True)], stems) == [], "partial rows alone"
+
+
+def test_a_partial_row_never_replaces_a_full_one_and_a_full_one_replaces_both(tmp_path, monkeypatch):
+    _results_in(tmp_path, monkeypatch)
+    torch_matrix.RESULTS.write_text("[]")
+    full, first, second = (_row("2.13.0", OLD), _row("2.13.0", OLD, partial=True),
+                           _row("2.13.0", ["01_b", "12_new"], partial=True))
+    torch_matrix.save(full)
+    torch_matrix.save(first)
+    rows = torch_matrix.save(second)
+    assert rows == [full, {**first, "notebooks": {"00_a": "pass"}}, second], "a later partial run replaces 01_b only"
+    assert torch_matrix.save(_row("2.14.1", OLD, partial=True))[:3] == rows, "another release's rows stay"
+    assert torch_matrix.save(_row("2.13.0", ["00_a"]))[-2:] == [_row("2.14.1", OLD, partial=True),
+                                                                  _row("2.13.0", ["00_a"])]
 
 
 def test_a_partial_run_with_a_failing_notebook_exits_1(tmp_path, monkeypatch):
