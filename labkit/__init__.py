@@ -18,8 +18,10 @@ The core (UI-free, tested against real torch), each module one job, lowest first
   ``labkit_pytest`` (beside the package), its pytest items).
 * :mod:`labkit.env`      — device, versions, the too-old-torch gate.
 * :mod:`labkit.recordings` — GPU recordings and whether this kernel's code is the code that made them.
+* :mod:`labkit.boundaries` — a kernel from outside torch (``ctypes``), and the cost of one call per boundary.
 
-Thin layers on top: :mod:`labkit.render` (a report as text, HTML), :mod:`labkit.pictures` (every figure),
+Thin layers on top: :mod:`labkit.render` (a report as text, HTML), :mod:`labkit.pictures` (every figure of a
+graph or a tensor; :mod:`labkit.charts`, bars of measured numbers),
 :mod:`labkit.views` (each lab's panel, a GPU cell's recording), :mod:`labkit.widgets` (controls over
 :mod:`labkit.experiments`) and :mod:`labkit.warmup`.
 
@@ -86,7 +88,7 @@ with _CtrlCWhileStarting():
     recordings.listen()  # which GPU cells' code ran (IPython's hooks; nothing in torch)
 
 # Imported on first use: ipywidgets is heavy, and the cache demo's subprocesses never need it.
-_LAZY_MODULES = ("widgets", "cache_demo", "preflight", "doctor")
+_LAZY_MODULES = ("widgets", "cache_demo", "preflight", "doctor", "boundaries", "charts")
 
 
 def __getattr__(name):
@@ -101,7 +103,7 @@ __all__ = [
     "compile_and_compare", "torch_logs", "StageReport", "TorchError", "show", "summary", "text", "draw_fate", "setup",
     "show_gpu_recording", "recordings",
     "audit", "auditing", "cache", "cache_demo", "checks", "env", "exercises", "experiments", "naming", "ops", "render",
-    "views", "stages", "warmup", "widgets", "pictures", "doctor", "TorchTooOld", "check_torch",
+    "views", "stages", "warmup", "widgets", "pictures", "doctor", "boundaries", "charts", "TorchTooOld", "check_torch",
 ]
 
 

@@ -1,0 +1,372 @@
+# %% [markdown]
+# # 12 · Which wrapper? One kernel behind five boundaries, and what each costs
+#
+# You have a kernel and a model you compile. Do you call the kernel from a plain function, wrap it in
+# `torch.autograd.Function`, or make it a custom op? Op authors ask this first, and torch answers with graph breaks,
+# or with errors under `fullgraph=True`. Here one
+# small kernel, `softclip(x) = x / (1 + |x|)`, goes behind each boundary in turn, through `torch.compile` and a
+# stopwatch, on torch 2.13 (CPU).
+#
+# **What you will learn**
+# - what `torch.compile` sees through each boundary: the kernel's own ops, one opaque node, or a graph break;
+# - what that means for Inductor: fused with the ops around it, or called as a black box;
+# - the fix torch's graph-break message names, and the one that does not work;
+# - what one eager call costs through each boundary on your machine, and when that matters;
+# - how to pick a boundary for a kernel you are handed.
+#
+# **Time:** about 30 minutes. **Before:** 01 · Custom ops and the compile pipeline, 10 · Beyond the shape
+# (`Library.define`), 11 (the cost of one call). Collapsed *Check* cells assert every claim, and what other
+# releases do ([docs/torch-versions.md](../docs/torch-versions.md)).
+
+# %% tags=["nbval-ignore-output"]
+import contextlib
+import io
+import uuid
+
+import torch
+from torch import Tensor
+
+import labkit
+
+labkit.setup()
+_ = torch.manual_seed(0)
+
+# %% [markdown]
+# ## 1. One kernel, five boundaries
+#
+# Four of the boundaries hold the same three torch ops. The first two are Python that torch can read:
+
+# %%
+def softclip(x):
+    return x / (1 + x.abs())
+
+
+class SoftclipFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return softclip(x)
+
+    @staticmethod
+    def backward(ctx, grad):                 # d/dx x / (1 + |x|) = 1 / (1 + |x|)²
+        (x,) = ctx.saved_tensors
+        return grad / (1 + x.abs()) ** 2
+
+
+# %% [markdown]
+# The next two are **custom ops**: a name in torch's operator registry, a kernel behind it, and a fake kernel
+# that says what shape the result has. `custom_op` is one decorator; `Library.define` + `impl` + `register_fake`
+# are the steps underneath, as a C++ extension writes them (notebook 10). `labkit.ops.library` gives a fresh
+# library each time the cell runs:
+
+# %%
+@torch.library.custom_op("nb12::softclip_op", mutates_args=())
+def softclip_op(x: Tensor) -> Tensor:
+    return softclip(x)
+
+
+softclip_op.register_fake(lambda x: torch.empty_like(x))
+
+nb12_lib = labkit.ops.library("nb12")
+nb12_lib.define("softclip_lib(Tensor x) -> Tensor")
+nb12_lib.impl("softclip_lib", softclip, "CPU")
+torch.library.register_fake("nb12::softclip_lib", lambda x: torch.empty_like(x), lib=nb12_lib)
+softclip_lib = torch.ops.nb12.softclip_lib
+
+# %% [markdown]
+# The fifth is a kernel from outside torch: C++ compiled into a shared library and called through `ctypes`, as a
+# vendor's C library is. torch cannot read it (NumPy would not do here: Dynamo traces NumPy calls).
+# `labkit.boundaries.c_kernel` compiles the source with the compiler Inductor uses and loads the function. It
+# reads raw memory, so the Python around it checks what it hands over:
+
+# %%
+SOFTCLIP_CPP = r"""
+#include <cmath>
+#include <cstdint>
+extern "C" void softclip(const float *x, float *out, int64_t n) {
+    for (int64_t i = 0; i < n; i++) out[i] = x[i] / (1.0f + std::fabs(x[i]));
+}
+"""
+c_softclip = labkit.boundaries.c_kernel("softclip", SOFTCLIP_CPP)
+
+
+def softclip_ctypes(x):
+    if x.dtype != torch.float32 or x.device.type != "cpu":
+        raise TypeError("softclip_ctypes takes float32 CPU tensors")
+    x = x.contiguous()
+    out = torch.empty_like(x)
+    c_softclip(x.data_ptr(), out.data_ptr(), x.numel())
+    return out
+
+
+x = torch.randn(6)
+BOUNDARIES = {"plain function": softclip, "autograd.Function": SoftclipFunction.apply,
+              "custom_op": softclip_op, "Library.define": softclip_lib, "ctypes call": softclip_ctypes}
+print({name: [round(v, 3) for v in fn(x).tolist()[:3]] for name, fn in BOUNDARIES.items()})
+
+# %% tags=["check"]
+#@title Check: the five boundaries compute the same numbers in eager
+for name, fn in BOUNDARIES.items():
+    torch.testing.assert_close(fn(x), softclip(x), msg=f"{name}: the same numbers as the plain function")
+
+# %% [markdown]
+# ## 2. What `torch.compile` sees
+#
+# Each boundary goes into the same compiled function, `softclip(x) * 2`. For each: what Dynamo captured
+# (`torch._dynamo.explain`: its graphs and graph breaks), and what Inductor's generated code launches:
+
+# %%
+def seen_by_compile(fn):
+    torch.compiler.reset()
+    explained = torch._dynamo.explain(lambda x: fn(x) * 2)(x)
+    report = labkit.compile_and_compare(lambda x: fn(x) * 2, x, backend="inductor")
+    launches = [call for code in report.inductor_code for call in labkit.render.inductor_kernel_calls(code)]
+    said = [line.strip().removeprefix("Explanation:").strip() for b in explained.break_reasons[:1]
+            for line in b.reason.splitlines()[:2]]           # torch's first words on the first break
+    return {"graphs": explained.graph_count, "breaks": explained.graph_break_count, "launches": launches,
+            "why": ": ".join(w for w in said if w), "agree": report.verdict.agree}
+
+
+def under_fullgraph(fn):
+    """The compiled result, or torch's error (its first line) where fullgraph=True refuses a graph break."""
+    torch.compiler.reset()
+    try:
+        return torch.compile(lambda x: fn(x) * 2, fullgraph=True)(x)
+    except Exception as error:
+        return f"{type(error).__name__}: {str(error).splitlines()[0]}"
+
+
+seen = {name: seen_by_compile(fn) for name, fn in BOUNDARIES.items()}
+for name, s in seen.items():
+    print(f"{name:18} {s['graphs']} graph(s), {s['breaks']} break(s); Inductor launches {s['launches']}")
+print("ctypes call's break:", seen["ctypes call"]["why"])
+
+# %% tags=["check"]
+#@title Check: traced through, an opaque node, or a graph break
+for name in ("plain function", "autograd.Function"):
+    assert (seen[name]["graphs"], seen[name]["breaks"]) == (1, 0), f"{name}: one graph, no break"
+    assert len(seen[name]["launches"]) == 1, f"{name}: one fused kernel, the softclip and the * 2 together"
+    assert "abs" in seen[name]["launches"][0], f"{name}: Inductor compiled the kernel's own ops"
+for name, op in (("custom_op", "nb12.softclip_op"), ("Library.define", "nb12.softclip_lib")):
+    assert (seen[name]["graphs"], seen[name]["breaks"]) == (1, 0), f"{name}: one graph, no break"
+    assert op in seen[name]["launches"][0], f"{name}: Inductor's code calls the op, a black box"
+    assert len(seen[name]["launches"]) == 2, f"{name}: then a kernel of its own for the * 2"
+assert (seen["ctypes call"]["graphs"], seen["ctypes call"]["breaks"]) == (2, 1), "ctypes: two graphs, one break"
+assert all(s["agree"] for s in seen.values()), "every boundary: compiled agrees with eager"
+
+# %% [markdown]
+# Three outcomes, all with the right numbers:
+#
+# - **Traced through** (plain function, `autograd.Function`): Dynamo reads the Python and records
+#   `abs`, `add`, `div`; Inductor fuses them with the `* 2` into **one** kernel. An `autograd.Function` is no
+#   wall: Dynamo traces its `forward`.
+# - **One opaque node** (`custom_op`, `Library.define`): the graph holds `nb12.softclip_op` and Inductor's code
+#   calls it, then runs a second kernel for the `* 2`. Nothing fuses across it, and nothing inside it is
+#   optimised; in exchange the kernel runs as written, whatever it is.
+# - **A graph break** (the `ctypes` call): Dynamo cannot read a C function, so it stops the graph before the call,
+#   runs the call in Python, and starts a second graph after it.
+#
+# An opaque node needs its fake kernel. Without one (a `Library.define` as older C++ extensions leave it), the
+# op is a graph break too, with torch's own message:
+
+# %%
+no_fake = labkit.ops.library_op("nb12::softclip_nofake", softclip)
+without_fake = seen_by_compile(no_fake)
+print(without_fake["breaks"], "graph break; under fullgraph=True:", under_fullgraph(no_fake))
+
+# %% tags=["check"]
+#@title Check: a defined op without a fake kernel breaks the graph
+assert without_fake["breaks"] == 1, "no fake kernel: one graph break"
+assert "fake tensors" in under_fullgraph(no_fake), "torch's message names fake tensors"
+
+# %% [markdown]
+# ## 3. The fix for a graph break, and one that does not work
+#
+# A graph break costs a second graph and a trip through Python per call; under `fullgraph=True` it is an error.
+# Wrapping the `ctypes` call in an `autograd.Function` does not hide it: Dynamo traces into `forward` and meets
+# the same call. What works: make the call an **opaque custom op**, whose fake kernel tells the compiler the
+# output's shape without running C:
+
+# %%
+@torch.library.custom_op("nb12::softclip_c", mutates_args=())
+def softclip_c(x: Tensor) -> Tensor:
+    return softclip_ctypes(x)
+
+
+softclip_c.register_fake(lambda x: torch.empty_like(x))
+
+
+class CtypesFunction(SoftclipFunction):      # the same backward; the forward calls C
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return softclip_ctypes(x)
+
+
+for name, fn in {"ctypes call": softclip_ctypes, "autograd.Function around it": CtypesFunction.apply,
+                 "custom_op around it": softclip_c}.items():
+    result = under_fullgraph(fn)
+    print(f"{name:28} fullgraph=True ->", result if isinstance(result, str) else "compiles, one graph")
+
+# %% tags=["check"]
+#@title Check: under fullgraph=True only the custom op compiles, with eager's numbers
+assert isinstance(under_fullgraph(softclip_ctypes), str), "the bare ctypes call: an error under fullgraph=True"
+assert isinstance(under_fullgraph(CtypesFunction.apply), str), "an autograd.Function around it: the same error"
+torch.testing.assert_close(under_fullgraph(softclip_c), softclip(x) * 2, msg="the custom op compiles, right")
+
+# %% [markdown]
+# ## 4. What one call costs
+#
+# Each boundary does work before the kernel runs. A `custom_op` call checks its arguments and goes through the
+# dispatcher; an `autograd.Function` builds autograd's bookkeeping; a `ctypes` call converts its arguments. On a
+# tiny tensor the kernel costs almost nothing, so the boundary is what you measure. Your machine's figures:
+
+# %% tags=["nbval-ignore-output"]
+tiny = torch.randn(8)
+costs = labkit.boundaries.per_call_us({**BOUNDARIES, "custom_op around ctypes": softclip_c}, tiny)
+labkit.charts.per_call(costs)
+
+# %% tags=["check"]
+#@title Check: a custom_op costs more per call than the function it wraps (wide margins)
+for op, wrapped in (("custom_op around ctypes", "ctypes call"), ("custom_op", "plain function")):
+    ratio = costs[op] / costs[wrapped]
+    assert ratio > 1.2, f"{op}: a cost per call of its own over {wrapped} (ratio {ratio:.1f})"
+
+# %% [markdown]
+# Read the bars as microseconds, not as a ranking: bars a few µs apart can swap on another machine or another
+# torch, so nothing here asserts their order. What the check asserts, with a wide margin: a `custom_op` costs more
+# per call than the function it wraps. That cost is fixed, and the kernel's own work grows with the tensor. On a
+# million elements:
+
+# %% tags=["nbval-ignore-output"]
+large = torch.randn(1_000_000)
+large_costs = labkit.boundaries.per_call_us({"plain function": softclip, "custom_op": softclip_op}, large,
+                                            number=20, repeat=3)
+print({name: f"{us:,.0f} µs" for name, us in large_costs.items()})
+boundary_us = costs["custom_op"] - costs["plain function"]
+print(f"the custom_op boundary's own cost: about {boundary_us:.0f} µs")
+
+# %% tags=["check"]
+#@title Check: on a million elements the kernel's work dwarfs the boundary's cost (a wide margin)
+assert large_costs["custom_op"] > 10 * boundary_us, "the boundary is a small part of a large call"
+
+# %% [markdown]
+# Under `torch.compile` the question changes: a traced boundary costs nothing at run time (its ops are in
+# Inductor's kernel), an opaque op costs its call, and a graph break costs a return to Python.
+#
+# ## Exercise 1: pick a boundary
+#
+# Two kernels are handed to you. Pick a boundary for each from `"plain function"`, `"autograd.Function"`,
+# `"custom_op"` and `"Library.define"`; the check builds it and compiles it.
+#
+# - `"fuse"`: a kernel of torch ops (`softclip`), in a hot loop you compile; you want Inductor to fuse it with
+#   the `* 2` after it into one kernel.
+# - `"vendor"`: a routine of a vendor's C library called through `ctypes` (`softclip_ctypes`), in a model
+#   compiled with `fullgraph=True`.
+
+# %%
+my_boundaries = {"fuse": ..., "vendor": ...}
+
+# %% tags=["check"]
+#@title The exercise's check (builds each kernel behind your boundary, then compiles it)
+CHOICES = ["plain function", "autograd.Function", "custom_op", "Library.define"]
+
+
+def behind(boundary, kernel):
+    """``kernel`` behind ``boundary``; a custom op gets a fresh name each time, so the check can run again."""
+    name = f"ex_{uuid.uuid4().hex[:8]}"
+    if boundary == "autograd.Function":
+        wrapped = type("Wrapped", (torch.autograd.Function,), {
+            "forward": staticmethod(lambda ctx, x: kernel(x)), "backward": staticmethod(lambda ctx, g: g)})
+        return wrapped.apply
+    if boundary == "custom_op":
+        op = torch.library.custom_op(f"nb12::{name}", kernel, mutates_args=(), schema="(Tensor x) -> Tensor")
+        op.register_fake(lambda x: torch.empty_like(x))
+        return op
+    if boundary == "Library.define":
+        nb12_lib.define(f"{name}(Tensor x) -> Tensor")
+        nb12_lib.impl(name, kernel, "CPU")
+        torch.library.register_fake(f"nb12::{name}", lambda x: torch.empty_like(x), lib=nb12_lib)
+        return getattr(torch.ops.nb12, name)
+    return kernel
+
+
+def fuse_problem(boundary):
+    launches = seen_by_compile(behind(boundary, softclip))["launches"]
+    return None if len(launches) == 1 else (
+        f"behind a {boundary}, Inductor launches {len(launches)} things, your op and then a kernel for the * 2: "
+        "an opaque node is a black box, nothing fuses across it (section 2)")
+
+
+def vendor_problem(boundary):
+    result = under_fullgraph(behind(boundary, softclip_ctypes))
+    return None if not isinstance(result, str) else (
+        f"behind a {boundary}, fullgraph=True stops ({result[:60]}…): Dynamo reads the Python and meets the "
+        "ctypes call (section 3)")
+
+
+def check_boundaries(mine):
+    if not labkit.exercises.answered(mine, "replace each ... after my_boundaries = with a boundary, run that "
+                                           "cell, then this one"):
+        return None
+    picked = {case: labkit.exercises.choice(mine.get(case), CHOICES, repr(case)) for case in ("fuse", "vendor")}
+    if None in picked.values():
+        return None
+    problems = [p for p in (fuse_problem(picked["fuse"]), vendor_problem(picked["vendor"])) if p]
+    return labkit.exercises.check(not problems, "both compile as you wanted: one fused kernel, and no graph break.",
+                                  "; ".join(problems))
+
+# %%
+boundaries_ok = check_boundaries(my_boundaries)
+
+# %% jupyter={"source_hidden": true} tags=["solution"]
+#@title Solution (open it once you have tried)
+# "fuse": anything Dynamo traces through (plain function or autograd.Function); an opaque op cannot be fused.
+# "vendor": an opaque op with a fake kernel (custom_op or Library.define); Dynamo cannot read a C call.
+solution = {"fuse": "plain function", "vendor": "custom_op"}
+with contextlib.redirect_stdout(io.StringIO()) as said:
+    assert check_boundaries(solution), "a traced kernel fuses; an opaque op hides the ctypes call"
+    assert check_boundaries({"fuse": "autograd.Function", "vendor": "Library.define"}), "the other two work too"
+    assert not check_boundaries({"fuse": "custom_op", "vendor": "custom_op"}), "an opaque op does not fuse"
+    assert not check_boundaries({"fuse": "plain function", "vendor": "autograd.Function"}), \
+        "autograd.Function does not hide the ctypes call"
+    assert check_boundaries({"fuse": "a lambda", "vendor": "custom_op"}) is None, "another word is refused"
+assert "nothing fuses across it" in said.getvalue() and "meets the ctypes call" in said.getvalue(), said.getvalue()
+
+# %% [markdown]
+# ## In your own project
+#
+# ```python
+# print(torch._dynamo.explain(model)(example))      # graphs, graph breaks and each break's reason
+# print(labkit.render.inductor_kernel_calls(code))  # what Inductor's code launches: fused kernels, opaque ops
+# ```
+#
+# - A kernel of torch ops: leave it traced (a plain function, or an `autograd.Function` for a hand-written
+#   backward), so Inductor can fuse it.
+# - A kernel torch cannot read (C, CUDA through a pointer, a Triton launcher): a custom op with a fake kernel.
+#   `custom_op` for one op; `Library.define` + `impl` where a project registers many, or in C++.
+# - Measure the boundary's cost where it matters: small tensors, many calls, eager mode.
+#
+# ## What to remember
+#
+# - Dynamo traces through a plain function and an `autograd.Function`; Inductor fuses their ops with their
+#   neighbours.
+# - A custom op (`custom_op`, or `Library.define` with a fake kernel) is one opaque node: called as written,
+#   never fused. Without a fake kernel it is a graph break.
+# - A call torch cannot read (`ctypes`) is a graph break; an `autograd.Function` around it does not help, a custom
+#   op does.
+# - Each boundary has a cost per eager call, a few µs here; it matters for small tensors and many calls.
+#
+# ## Questions
+#
+# 1. Why does Inductor fuse `softclip` with the `* 2` behind a plain function, but not behind a `custom_op`?
+# 2. Why does an `autograd.Function` around the `ctypes` call still break the graph?
+# 3. What does a custom op need so that `torch.compile` keeps it as one node instead of breaking the graph?
+# 4. When is a `custom_op`'s cost per call worth paying for a kernel written in torch ops?
+#
+# ## Further reading
+#
+# - Custom operators, Python: https://docs.pytorch.org/tutorials/advanced/python_custom_ops.html
+# - Extending `torch.func` and `torch.compile` with `autograd.Function`: https://docs.pytorch.org/docs/stable/notes/extending.func.html
+# - Graph breaks, explained: https://docs.pytorch.org/docs/stable/compile/programming_model.graph_breaks_index.html
+# - Custom-op call overhead: https://github.com/pytorch/pytorch/issues/176592
