@@ -14,7 +14,6 @@ import os
 import pathlib
 import subprocess
 import sys
-import tempfile
 import time
 import timeit
 from typing import Callable
@@ -23,8 +22,9 @@ from . import _torch as internals
 from .ops import LabOpError
 
 # Where the compiled kernels live: one shared library per source, named by its digest, so running a cell again
-# (or a second Run All) loads the file it compiled the first time.
-KERNELS = pathlib.Path(tempfile.gettempdir()) / "labkit-c-kernels"
+# (or a second Run All) loads the file it compiled the first time. The user's own cache folder, not a shared /tmp
+# one: a library loaded from a folder another user can write to runs their code.
+KERNELS = pathlib.Path(os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache") / "labkit" / "c-kernels"
 
 POINTERS_AND_LENGTH = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
 
@@ -50,24 +50,37 @@ def c_kernel(name: str, source: str, argtypes: tuple = POINTERS_AND_LENGTH) -> C
     digest = hashlib.sha256(f"{compiler}\n{source}".encode()).hexdigest()[:16]
     library = KERNELS / f"{name}-{digest}.so"
     if not library.exists():
-        KERNELS.mkdir(parents=True, exist_ok=True)
-        code = library.with_suffix(".cpp")
-        code.write_text(source)
-        partial = library.with_name(f"{library.stem}.{os.getpid()}.partial.so")
-        built = subprocess.run([compiler, "-shared", "-fPIC", "-O2", str(code), "-o", str(partial)],
-                               capture_output=True, text=True)
-        if built.returncode != 0:
-            first = next((ln for ln in built.stderr.splitlines() if "error" in ln), built.stderr.strip()[:200])
-            first = first.strip().replace(str(KERNELS) + os.sep, "")
-            raise LabOpError(f"c_kernel(): {compiler} refused the source: {first}")
-        os.replace(partial, library)      # whole, or not there: a second process never loads half a file
+        _compile(compiler, source, library)
     try:
         function = getattr(ctypes.CDLL(str(library)), name)
+    except OSError as error:
+        raise LabOpError(f"c_kernel(): the compiled library {library.name} does not load: "
+                         f"{str(error).splitlines()[0]}") from None
     except AttributeError:
         raise LabOpError(f"c_kernel(): the compiled source has no function {name!r}: declare it "
                          f'extern "C" void {name}(...), so that its name is not mangled.') from None
     function.argtypes, function.restype = list(argtypes), None
     return function
+
+
+def _compile(compiler: str, source: str, library: pathlib.Path) -> None:
+    """Compile ``source`` into ``library`` from files of this process's own (the source and the half-written
+    library), moved into place whole: a second process compiling the same source never reads half a file."""
+    KERNELS.mkdir(parents=True, exist_ok=True, mode=0o700)
+    mine = library.with_name(f"{library.stem}.{os.getpid()}")
+    code, partial = mine.with_suffix(".cpp"), mine.with_suffix(".partial.so")
+    code.write_text(source)
+    try:
+        built = subprocess.run([compiler, "-shared", "-fPIC", "-O2", str(code), "-o", str(partial)],
+                               capture_output=True, text=True)
+        if built.returncode != 0:
+            lines = built.stderr.strip().splitlines() or [f"exit status {built.returncode}"]
+            first = next((ln for ln in lines if "error" in ln), lines[0]).strip().replace(str(KERNELS) + os.sep, "")
+            raise LabOpError(f"c_kernel(): {compiler} refused the source: {first}")
+        os.replace(partial, library)
+    finally:
+        code.unlink(missing_ok=True)
+        partial.unlink(missing_ok=True)
 
 
 def per_call_us(functions: dict[str, Callable], *args, number: int = 1000, repeat: int = 5) -> dict[str, float]:

@@ -309,33 +309,44 @@ def _after(old: dict, new: dict) -> dict | None:
     if not old.get("partial"):
         return old
     left = {nb: r for nb, r in old.get("notebooks", {}).items() if nb not in new.get("notebooks", {})}
-    return {**old, "notebooks": left} if left else None
+    if not left:
+        return None
+    passed = all(r == "pass" for r in left.values())
+    return {**old, "notebooks": left, "result": "the named notebooks pass" if passed else "notebooks fail"}
 
 
-def latest_results(rows: list[dict], stems: list[str]) -> dict[str, dict[str, str]]:
-    """{torch release: {notebook: the result of its latest run there}} for the notebooks ``stems``, from the
-    non-Colab rows, full and partial, in the order they ran."""
-    merged: dict[str, dict[str, str]] = {}
+def latest_results(rows: list[dict], stems: list[str]) -> dict[tuple[str, str], dict[str, str]]:
+    """{(torch release, Python): {notebook: the result of its latest run there}} for the notebooks ``stems``,
+    from the non-Colab rows, full and partial, in the order they ran."""
+    merged: dict[tuple[str, str], dict[str, str]] = {}
     for row in rows:
         if not row["colab"]:
-            merged.setdefault(row["torch"], {}).update(
+            merged.setdefault((row["torch"], row["python"]), {}).update(
                 {nb: r for nb, r in row.get("notebooks", {}).items() if nb in stems})
     return merged
 
 
 def supported(rows: list[dict], stem: str) -> list[str]:
-    """The releases on which the latest run of notebook ``stem`` passed (a full row or a partial one)."""
-    return _by_version(v for v, results in latest_results(rows, [stem]).items() if results.get(stem) == "pass")
+    """The releases on which notebook ``stem`` ran and its latest run passed, on every Python it ran with there."""
+    runs: dict[str, list[str]] = {}
+    for (torch, _), results in latest_results(rows, [stem]).items():
+        if stem in results:
+            runs.setdefault(torch, []).append(results[stem])
+    return _by_version(v for v, results in runs.items() if all(r == "pass" for r in results))
 
 
 def lab_range(rows: list[dict], stems: list[str]) -> list[str]:
     """The releases with a full (non-Colab) row of today's notebooks on which every notebook the full rows ran
-    passes, in its latest run there; a notebook only partial rows ran is judged by :func:`supported` instead."""
+    passes in its latest run, on every Python a full row ran there; a notebook only partial rows ran is judged
+    by :func:`supported` instead."""
     full = [r for r in rows if not r["colab"] and not r.get("partial") and r.get("notebooks")
             and set(r["notebooks"]) <= set(stems)]
     core = {nb for r in full for nb in r["notebooks"]}
     merged = latest_results(rows, stems)
-    return _by_version(r["torch"] for r in full if all(merged[r["torch"]].get(nb) == "pass" for nb in core))
+    good = {(r["torch"], r["python"]) for r in full if all(merged[(r["torch"], r["python"])].get(nb) == "pass"
+                                                           for nb in core)}
+    return _by_version(r["torch"] for r in full if all(k in good for k in {(r["torch"], f["python"])
+                                                                            for f in full if f["torch"] == r["torch"]}))
 
 
 def narrower(rows: list[dict], stems: list[str]) -> dict[str, list[str]]:
@@ -411,6 +422,9 @@ def write_table(rows: list[dict]) -> None:
     for row in sorted(rows, key=version_key):
         result = row["result"] if ran_current_notebooks(row) else (
             f"earlier notebook set ({len(row.get('notebooks', {}))} notebooks): {row['result']}")
+        missing = [nb[:2] for nb in notebooks if nb not in row.get("notebooks", {})]
+        if not row.get("partial") and ran_current_notebooks(row) and missing:
+            result += f" ({', '.join(missing)} not run: see {'its' if len(missing) == 1 else 'their'} partial rows)"
         if row.get("partial"):
             result = f"partial ({', '.join(nb[:2] for nb in sorted(row.get('notebooks', {}))) or 'none'}): {result}"
         cells = [row["row"], row.get("torch_build") or row["torch"], row["python"], result]

@@ -2,6 +2,9 @@
 is compiled once per source, and refuses bad input in one sentence; the cost per call is measured for every
 boundary; the chart draws what it is given and refuses what it cannot draw."""
 
+import os
+import pathlib
+
 import pytest
 import torch
 
@@ -30,13 +33,16 @@ def test_a_c_kernel_computes_what_torch_computes_and_is_compiled_once():
     stamps = [p.stat().st_mtime_ns for p in built]
     boundaries.c_kernel("softclip", SOFTCLIP)
     assert [p.stat().st_mtime_ns for p in sorted(boundaries.KERNELS.glob("softclip-*.so"))] == stamps, "reused"
-    assert not list(boundaries.KERNELS.glob("*.partial.so")), "no half-written library is left"
+    assert not list(boundaries.KERNELS.glob("*.partial.so")) and not list(boundaries.KERNELS.glob("*.cpp")), \
+        "no half-written library or source file is left"
+    assert boundaries.KERNELS.is_relative_to(pathlib.Path.home()) or "XDG_CACHE_HOME" in os.environ, "the user's own"
 
 
 @pytest.mark.parametrize("name, source, said", [
     ("soft clip", SOFTCLIP, "takes the C function's name, an identifier"),
     ("softclp", SOFTCLIP, "has no function 'softclp': declare it extern \"C\""),
     ("broken", 'extern "C" void broken( {', "refused the source: broken-"),
+    ("empty", "", "has no function 'empty'"),
 ])
 def test_a_bad_kernel_is_one_sentence(name, source, said):
     with pytest.raises(labkit.LabOpError) as refused:

@@ -59,7 +59,9 @@ def test_a_partial_run_saves_a_partial_row_beside_the_full_one(tmp_path, monkeyp
     assert [p.stem[:2] for p in calls[0]] == ["02", "03"], "only the named notebooks run"
     rows = torch_matrix.load()
     thirteen = [r for r in rows if r["row"] == "2.13.0"]
-    assert [bool(r.get("partial")) for r in thirteen] == [False, True], "the full row stays, the partial follows"
+    assert not thirteen[0].get("partial"), "the full row stays"
+    assert thirteen[-1].get("partial") and sorted(thirteen[-1]["notebooks"]) == ["02_mutates_args",
+                                                                                 "03_aliasing_and_views"]
     assert "| partial (02, 03): the named notebooks pass |" in table.read_text()
     printed = capsys.readouterr().out
     assert "2.13.0: the named notebooks pass (a partial run, saved in torch-versions.json)" in printed
@@ -113,6 +115,13 @@ def test_a_later_run_decides_and_only_full_rows_of_todays_notebooks_make_the_ran
     assert torch_matrix.lab_range([_row("2.13.0", ["12_new"], partial=True)], stems) == [], "partial rows alone"
 
 
+def test_a_release_counts_only_where_every_python_it_ran_with_passes():
+    fails, passes = {**_row("2.13.0", OLD, result="FAIL: cell 2"), "python": "3.10"}, _row("2.13.0", OLD)
+    for rows in ([fails, passes], [passes, fails]):
+        assert torch_matrix.lab_range(rows, OLD) == [], "the order the rows were saved in does not matter"
+        assert torch_matrix.supported(rows, "00_a") == []
+
+
 def test_a_partial_row_never_replaces_a_full_one_and_a_full_one_replaces_both(tmp_path, monkeypatch):
     _results_in(tmp_path, monkeypatch)
     torch_matrix.RESULTS.write_text("[]")
@@ -121,7 +130,8 @@ def test_a_partial_row_never_replaces_a_full_one_and_a_full_one_replaces_both(tm
     torch_matrix.save(full)
     torch_matrix.save(first)
     rows = torch_matrix.save(second)
-    assert rows == [full, {**first, "notebooks": {"00_a": "pass"}}, second], "a later partial run replaces 01_b only"
+    assert rows == [full, {**first, "notebooks": {"00_a": "pass"}, "result": "the named notebooks pass"}, second], \
+        "a later partial run replaces 01_b only, and what is left says what it holds"
     assert torch_matrix.save(_row("2.14.1", OLD, partial=True))[:3] == rows, "another release's rows stay"
     assert torch_matrix.save(_row("2.13.0", ["00_a"]))[-2:] == [_row("2.14.1", OLD, partial=True),
                                                                   _row("2.13.0", ["00_a"])]
