@@ -260,7 +260,7 @@ assert any("torch.ops.aten.mul.Tensor" in line for line in log.artifact("aot_gra
 # | 09 · Custom ops for GPU kernels | `triton_op`, the cache key, CUDA graphs, `Tag.out`, re-inplacing | 40 min |
 # | 10 · Beyond the shape | C++-style registration, wrong dtypes and strides, layout tags, autocast, scalars | 60 min |
 # | 11 · Shipping custom ops: export, AOTInductor, profiler | `torch.export`, AOTInductor packages, the profiler, the cost per call | 35 min |
-# | 12 · Which wrapper: one kernel, five boundaries | which boundary around a kernel: traced, opaque or a graph break, and its cost per call | 25 min |
+# | 12 · Which wrapper: one kernel, five boundaries | which boundary around a kernel: traced, opaque or a graph break, and its cost per call | 35 min |
 #
 # <!-- END map -->
 #

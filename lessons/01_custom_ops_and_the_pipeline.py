@@ -490,5 +490,7 @@ assert "torch.ops.aten.addmm.default" in aot_text, "torch's own AOTAutograd grap
 # - [`tlparse`](https://github.com/pytorch/tlparse) and the
 #   [`torch.compile` troubleshooting guide](https://docs.pytorch.org/docs/stable/torch.compiler_troubleshooting.html)
 #   (`TORCH_TRACE`, `TORCH_LOGS`)
+# - Notebook 12 · Which wrapper: one kernel behind a plain function, `torch.autograd.Function`, `custom_op`,
+#   `Library.define` and a `ctypes` call, through compile, training and export
 #
 # **Next:** 02 · `mutates_args`: what the declaration changes in those graphs.

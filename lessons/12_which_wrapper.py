@@ -12,9 +12,10 @@
 # - what that means for Inductor: fused with the ops around it, or called as a black box;
 # - the fix for a graph break at a call torch cannot read, and one that does not work;
 # - what one eager call costs through each boundary on your machine, and when that matters;
+# - what each needs to train, eager and compiled, and what `torch.export` keeps of it;
 # - how to pick a boundary for a kernel you are handed.
 #
-# **Time:** about 25 minutes. **Before:** 01 · Custom ops and the compile pipeline, 10 · Beyond the shape
+# **Time:** about 35 minutes. **Before:** 01 · Custom ops and the compile pipeline, 10 · Beyond the shape
 # (`Library.define`), 11 (the cost of one call). Collapsed *Check* cells assert every claim, and what other
 # releases do ([docs/torch-versions.md](../docs/torch-versions.md)).
 
@@ -22,6 +23,7 @@
 import contextlib
 import io
 import uuid
+import warnings
 
 import torch
 from torch import Tensor
@@ -253,6 +255,163 @@ assert large_costs["custom_op"] > 10 * boundary_us, "the boundary is a small par
 # Under `torch.compile` the question changes: a traced boundary leaves no call of its own in Inductor's code
 # (section 2), an opaque op is called from it, and a graph break returns to Python between two graphs.
 #
+# ## 5. Training: what each boundary needs
+#
+# A backward pass asks each boundary for a gradient. Traced boundaries have one: autograd differentiates the ops
+# Dynamo recorded, or calls the `autograd.Function`'s `backward`. A custom op has none until you give it one:
+# `register_autograd`, or an `autograd.Function` around the op, the pattern projects with many ops ship. One
+# training step, `(softclip(x) * 2).sum().backward()`, eager and compiled, through each:
+
+# %%
+softclip_trained = torch.library.custom_op("nb12::softclip_trained", softclip, mutates_args=(),
+                                           schema="(Tensor x) -> Tensor")
+softclip_trained.register_fake(lambda x: torch.empty_like(x))
+softclip_trained.register_autograd(SoftclipFunction.backward,
+                                   setup_context=lambda ctx, inputs, output: ctx.save_for_backward(*inputs))
+
+
+class LibraryFunction(SoftclipFunction):     # autograd outside, the defined op inside
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return softclip_lib(x)
+
+# %%
+def torch_says(error):
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return next((line for line in lines if "Error" in line or "formula" in line), lines[0] if lines else "")
+
+
+def short(words):
+    """An outcome in a few words, for a cell of the picture."""
+    if words.startswith(("raises", "fails")):
+        why = " (no formula)" if "formula" in words else " (data pointer)" if "data pointer" in words else ""
+        return words.split(":")[0] + why
+    return words
+
+
+# %%
+def one_step(fn, compiled):
+    """'right', 'no gradient' or torch's error, then '(a warning)' if torch warned about autograd."""
+    torch.compiler.reset()
+    leaf = x.clone().requires_grad_()
+    step = torch.compile(lambda t: fn(t) * 2) if compiled else (lambda t: fn(t) * 2)
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        try:
+            step(leaf).sum().backward()
+        except Exception as error:
+            return f"raises: {torch_says(error)}"
+    right = leaf.grad is not None and torch.allclose(leaf.grad, 2 / (1 + x.abs()) ** 2)
+    said = " (a warning)" if any("autograd" in str(w.message) for w in warned) else ""
+    return ("right" if right else "no gradient" if leaf.grad is None else "wrong") + said
+
+# %%
+TRAINING = {"plain function": softclip, "autograd.Function": SoftclipFunction.apply, "custom_op": softclip_op,
+            "custom_op + register_autograd": softclip_trained, "Library.define": softclip_lib,
+            "autograd.Function around define": LibraryFunction.apply}
+trained = {name: {"eager": one_step(fn, False), "compiled": one_step(fn, True)} for name, fn in TRAINING.items()}
+for name, outcome in trained.items():
+    print(f"{name:32} eager: {short(outcome['eager']):24} compiled: {short(outcome['compiled'])}")
+print("custom_op, torch says:", trained["custom_op"]["eager"].removeprefix("raises: "))
+
+# %% tags=["check"]
+#@title Check: which boundaries train, eager and compiled, and the one that loses its gradient silently
+for name in ("plain function", "autograd.Function", "custom_op + register_autograd", "autograd.Function around define"):
+    assert trained[name] == {"eager": "right", "compiled": "right"}, f"{name}: right, eager and compiled"
+for mode in ("eager", "compiled"):
+    assert "no autograd formula" in trained["custom_op"][mode], f"custom_op without a formula: {mode} raises"
+assert trained["Library.define"]["eager"] == "right (a warning)", "a defined op, no formula: eager right, warned"
+assert trained["Library.define"]["compiled"] == "no gradient (a warning)", "compiled: no gradient, only a warning"
+
+# %% [markdown]
+# A `custom_op` without a formula refuses to train, eager and compiled, with a message that names the fix. The
+# `Library.define` op is worse: its Python kernel's ops let eager autograd through (torch warns that this is
+# deprecated and "may lead to silently incorrect behavior"), and compiled, `x.grad` stays `None`. A training
+# loop that does not check goes on, and the op's input never learns.
+#
+# ## 6. `torch.export`: what survives
+#
+# An exported program is the graph you ship (notebook 11). Which boundary is still there?
+
+# %%
+def exported(fn):
+    class Model(torch.nn.Module):
+        def forward(self, t):
+            return fn(t) * 2
+    try:
+        program = torch.export.export(Model(), (x,))
+    except Exception as error:
+        return f"fails: {torch_says(error)}"
+    return [str(node.target) for node in program.graph.nodes if node.op == "call_function"]
+
+
+exports = {name: exported(fn) for name, fn in {**BOUNDARIES, **TRAINING, "custom_op around ctypes": softclip_c}.items()}
+for name, nodes in exports.items():
+    print(f"{name:32}", nodes)
+
+# %% tags=["check"]
+#@title Check: traced boundaries leave aten ops, custom ops one node, and the bare ctypes call fails
+aten = ["aten.abs.default", "aten.add.Tensor", "aten.div.Tensor", "aten.mul.Tensor"]
+assert exports["plain function"] == aten, "a plain function: its aten ops"
+assert exports["autograd.Function"] == aten, "an autograd.Function: its forward's aten ops, the boundary gone"
+for name, op in (("custom_op", "nb12.softclip_op.default"), ("Library.define", "nb12.softclip_lib.default"),
+                 ("custom_op around ctypes", "nb12.softclip_c.default")):
+    assert exports[name] == [op, "aten.mul.Tensor"], f"{name}: one node"
+assert "opaque custom op" in exports["ctypes call"], "the bare ctypes call: export fails, naming the fix"
+
+# %% [markdown]
+# The traced boundaries dissolve into aten ops: an `autograd.Function` leaves no trace of itself, and its
+# `backward` is not in the program. A custom op stays one named node, which the loading side must register
+# (notebook 11). The bare `ctypes` call fails, and torch's message names the fix this notebook applied in
+# section 3: wrap the kernel into an opaque custom op.
+#
+# ## 7. When each is right
+#
+# What sections 2, 5 and 6 measured, in one picture (green: works; yellow: works at a cost, a graph break, or
+# refuses loudly, naming the fix; red: fails, or quietly wrong; grey: not run here):
+
+# %%
+def tone(words):
+    if words == "not run":
+        return "muted"
+    if words.startswith(("right", "traced", "one node")) and "warning" not in words:
+        return "ok"
+    return "bad" if words.startswith(("no gradient", "fails", "wrong")) else "warn"
+
+# %%
+def compile_words(fn):
+    s = seen_by_compile(fn)
+    return "graph break" if s["breaks"] else "traced, fused" if len(s["launches"]) == 1 else "one node"
+
+
+def export_words(nodes):
+    return short(nodes) if isinstance(nodes, str) else \
+        "one node" if any(n.startswith("nb12.") for n in nodes) else "traced to aten ops"
+
+
+everything = {**TRAINING, "ctypes call": softclip_ctypes, "custom_op around ctypes": softclip_c}
+grid = {name: {"torch.compile": compile_words(fn),
+               "training, compiled": short(trained[name]["compiled"]) if name in trained else "not run",
+               "torch.export": export_words(exports[name])} for name, fn in everything.items()}
+labkit.charts.outcome_grid({name: {q: (w, tone(w)) for q, w in row.items()} for name, row in grid.items()})
+
+# %% tags=["check"]
+#@title Check: the picture says what the sections measured
+assert grid["Library.define"]["training, compiled"] == "no gradient (a warning)", "the silent loss, in red"
+assert grid["ctypes call"] == {"torch.compile": "graph break", "training, compiled": "not run",
+                               "torch.export": "fails (data pointer)"}, "the bare call: a break, and export fails"
+assert {grid[n]["torch.export"] for n in ("custom_op", "Library.define", "custom_op around ctypes")} == {"one node"}
+
+# %% [markdown]
+# - **A kernel of torch ops**: leave it traced, a plain function, or an `autograd.Function` for a hand-written
+#   backward; Inductor fuses it, and export keeps its aten ops.
+# - **A kernel torch cannot read, or must not change**: a custom op with a fake kernel and an autograd formula;
+#   one node in compile, training and export, at a few µs per eager call.
+# - **Many ops, or C++ registration** (`Library.define`): give each op its formula, with `register_autograd` or an
+#   `autograd.Function` around it; without one, compiled training dropped the gradient here.
+# - **A raw call through a pointer** (`ctypes`): never bare under `torch.compile` or `torch.export`; inside a custom op.
+#
 # ## Exercise 1: pick a boundary
 #
 # Two kernels are handed to you. Pick a boundary for each from `"plain function"`, `"autograd.Function"`,
@@ -346,10 +505,10 @@ assert "nothing fuses across it" in said.getvalue() and "meets the ctypes call" 
 # print(labkit.render.inductor_kernel_calls(code))  # what Inductor's code launches: fused kernels, opaque ops
 # ```
 #
-# - A kernel of torch ops: leave it traced (a plain function, or an `autograd.Function` for a hand-written
-#   backward), so Inductor can fuse it.
-# - A kernel torch cannot read (C, CUDA through a pointer): a custom op with a fake kernel.
-#   `custom_op` for one op; `Library.define` + `impl` where a project registers many, or in C++.
+# - After one compiled training step, check that every input you train has a `.grad`: section 5's op lost its
+#   gradient with nothing but a warning.
+# - `torch.library.opcheck(op, (example,))` tests a custom op's registrations, its autograd formula included
+#   (notebook 08).
 # - Measure the boundary's cost where it matters: small tensors, many calls, eager mode.
 #
 # ## What to remember
@@ -361,6 +520,10 @@ assert "nothing fuses across it" in said.getvalue() and "meets the ctypes call" 
 # - A call torch cannot read (`ctypes`) is a graph break; an `autograd.Function` around it does not help, a custom
 #   op does.
 # - Each boundary has a cost per eager call, a few µs here; it matters for small tensors and many calls.
+# - Training: a custom op needs a formula (`register_autograd`, or an `autograd.Function` around it). Without one,
+#   `custom_op` refused; a `Library.define` op with a Python kernel trained eagerly and lost its gradient compiled.
+# - Export keeps a custom op as one node; a plain function and an `autograd.Function` become aten ops; a bare
+#   `ctypes` call fails.
 #
 # ## Questions
 #
@@ -368,6 +531,8 @@ assert "nothing fuses across it" in said.getvalue() and "meets the ctypes call" 
 # 2. Why does an `autograd.Function` around the `ctypes` call still break the graph?
 # 3. What does a custom op need so that `torch.compile` keeps it as one node instead of breaking the graph?
 # 4. When is a `custom_op`'s cost per call worth paying for a kernel written in torch ops?
+# 5. Why did the `Library.define` op train eagerly but leave `x.grad` as `None` compiled?
+# 6. What is left of an `autograd.Function` in an exported program, and of a custom op?
 #
 # ## Further reading
 #

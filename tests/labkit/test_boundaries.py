@@ -65,3 +65,15 @@ def test_the_chart_draws_one_bar_per_boundary_and_refuses_what_it_cannot_draw():
     for bad in ({}, {"a": -1.0}, {"a": "fast"}):
         with pytest.raises(ValueError, match="positive microseconds per boundary"):
             charts.per_call(bad)
+
+
+def test_the_outcome_grid_draws_each_outcome_in_its_tone_and_refuses_a_ragged_table():
+    figure = charts.outcome_grid({"plain": {"compile": ("traced", "ok"), "export": ("aten ops", "ok")},
+                                  "ctypes": {"compile": ("graph break", "warn"), "export": ("fails", "bad")}})
+    cells = {t.get_text(): t for t in figure.axes[0].texts}
+    assert {"traced", "aten ops", "graph break", "fails", "compile", "export", "plain", "ctypes"} <= set(cells)
+    colours = [p.get_facecolor() for p in figure.axes[0].patches]
+    assert len(colours) == 4 and len(set(colours)) == 3, "ok, ok, warn, bad: three tones"
+    for bad in ({}, {"a": {"x": ("w", "ok")}, "b": {"y": ("w", "ok")}}, {"a": {"x": ("w", "green")}}):
+        with pytest.raises(ValueError, match="the same questions in every row"):
+            charts.outcome_grid(bad)
