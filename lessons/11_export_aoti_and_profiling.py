@@ -441,7 +441,7 @@ for spelling in ("custom_op object", "torch.ops"):
 
 # %% [markdown]
 # A fixed cost per call: on a large tensor, or a GPU kernel, it matters less. Notebook 12
-# measures it beside four other boundaries around one kernel, and what compile, training and export make of each.
+# measures it beside four other boundaries around one kernel, and what compile and export make of each.
 #
 # ## Exercise 1: a fake kernel that export accepts
 #

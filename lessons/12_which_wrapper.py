@@ -258,8 +258,8 @@ assert large_costs["custom_op"] > 10 * boundary_us, "the boundary is a small par
 # ## 5. Training: what each boundary needs
 #
 # A backward pass asks each boundary for a gradient. Traced boundaries have one: autograd differentiates the ops
-# Dynamo recorded, or calls the `autograd.Function`'s `backward`. A custom op has none until you give it one:
-# `register_autograd`, or an `autograd.Function` around the op, the pattern projects with many ops ship. One
+# that ran (eager) or that Dynamo recorded (compiled), or calls the `autograd.Function`'s `backward`. A custom op
+# has no formula until you give it one: `register_autograd`, or an `autograd.Function` around the op. One
 # training step, `(softclip(x) * 2).sum().backward()`, eager and compiled, through each:
 
 # %%
@@ -292,7 +292,7 @@ def short(words):
 
 # %%
 def one_step(fn, compiled):
-    """'right', 'no gradient' or torch's error, then '(a warning)' if torch warned about autograd."""
+    """'right', 'no gradient' or torch's error, then '(a warning)' if torch warned of silently incorrect results."""
     torch.compiler.reset()
     leaf = x.clone().requires_grad_()
     step = torch.compile(lambda t: fn(t) * 2) if compiled else (lambda t: fn(t) * 2)
@@ -303,7 +303,7 @@ def one_step(fn, compiled):
         except Exception as error:
             return f"raises: {torch_says(error)}"
     right = leaf.grad is not None and torch.allclose(leaf.grad, 2 / (1 + x.abs()) ** 2)
-    said = " (a warning)" if any("autograd" in str(w.message) for w in warned) else ""
+    said = " (a warning)" if any("silently incorrect" in str(w.message) for w in warned) else ""
     return ("right" if right else "no gradient" if leaf.grad is None else "wrong") + said
 
 # %%
@@ -321,18 +321,39 @@ for name in ("plain function", "autograd.Function", "custom_op + register_autogr
     assert trained[name] == {"eager": "right", "compiled": "right"}, f"{name}: right, eager and compiled"
 for mode in ("eager", "compiled"):
     assert "no autograd formula" in trained["custom_op"][mode], f"custom_op without a formula: {mode} raises"
+    assert "register_autograd" in trained["custom_op"][mode], f"{mode}: torch's message names the fix"
 assert trained["Library.define"]["eager"] == "right (a warning)", "a defined op, no formula: eager right, warned"
 assert trained["Library.define"]["compiled"] == "no gradient (a warning)", "compiled: no gradient, only a warning"
 
 # %% [markdown]
 # A `custom_op` without a formula refuses to train, eager and compiled, with a message that names the fix. The
-# `Library.define` op is worse: its Python kernel's ops let eager autograd through (torch warns that this is
-# deprecated and "may lead to silently incorrect behavior"), and compiled, `x.grad` stays `None`. A training
-# loop that does not check goes on, and the op's input never learns.
+# `Library.define` op is worse: eagerly, autograd records the torch ops of its Python kernel (torch warns that
+# this "may lead to silently incorrect behavior"); compiled, the op is one node without a formula, and `x.grad`
+# stays `None`, with only that warning. A training loop that does not check goes on, and the op's input never
+# learns. Eager got it right only because the kernel is made of torch ops: the `ctypes` kernel behind
+# `Library.define` leaves no gradient eagerly either (checked below). `opcheck` with an input that requires grad
+# catches the missing formula:
+
+# %%
+nb12_lib.define("softclip_lib_c(Tensor x) -> Tensor")
+nb12_lib.impl("softclip_lib_c", softclip_ctypes, "CPU")
+torch.library.register_fake("nb12::softclip_lib_c", lambda x: torch.empty_like(x), lib=nb12_lib)
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")              # the same warning, once more
+    opchecked = torch.library.opcheck(softclip_lib, (x.clone().requires_grad_(),), raise_exception=False)
+print("opcheck's autograd test:", str(opchecked["test_autograd_registration"]).splitlines()[0][:110])
+
+# %% tags=["check"]
+#@title Check: a C kernel behind Library.define loses the gradient eagerly too; opcheck catches the missing formula
+assert one_step(torch.ops.nb12.softclip_lib_c, False) == "no gradient (a warning)", "eager: no gradient"
+assert opchecked["test_autograd_registration"] != "SUCCESS", "opcheck: no autograd registration"
+
+# %% [markdown]
 #
 # ## 6. `torch.export`: what survives
 #
-# An exported program is the graph you ship (notebook 11). Which boundary is still there?
+# An exported program is the graph you ship (notebook 11). Which boundary is still there, under
+# `torch.export.export`'s default (non-strict) tracing?
 
 # %%
 def exported(fn):
@@ -364,12 +385,14 @@ assert "opaque custom op" in exports["ctypes call"], "the bare ctypes call: expo
 # The traced boundaries dissolve into aten ops: an `autograd.Function` leaves no trace of itself, and its
 # `backward` is not in the program. A custom op stays one named node, which the loading side must register
 # (notebook 11). The bare `ctypes` call fails, and torch's message names the fix this notebook applied in
-# section 3: wrap the kernel into an opaque custom op.
+# section 3: wrap the kernel into an opaque custom op. (Strict export, `strict=True`, stops at the call as
+# Dynamo does in section 3, with Dynamo's message.)
 #
 # ## 7. When each is right
 #
 # What sections 2, 5 and 6 measured, in one picture (green: works; yellow: works at a cost, a graph break, or
-# refuses loudly, naming the fix; red: fails, or quietly wrong; grey: not run here):
+# training refuses with an error that names the fix; red: export fails, or a gradient is lost with only a
+# warning; grey: not run here):
 
 # %%
 def tone(words):
@@ -398,7 +421,9 @@ labkit.charts.outcome_grid({name: {q: (w, tone(w)) for q, w in row.items()} for 
 
 # %% tags=["check"]
 #@title Check: the picture says what the sections measured
-assert grid["Library.define"]["training, compiled"] == "no gradient (a warning)", "the silent loss, in red"
+assert grid["Library.define"]["training, compiled"] == "no gradient (a warning)", "the lost gradient"
+assert tone(grid["Library.define"]["training, compiled"]) == "bad", "in red"
+assert tone(grid["custom_op"]["training, compiled"]) == tone(grid["ctypes call"]["torch.compile"]) == "warn"
 assert grid["ctypes call"] == {"torch.compile": "graph break", "training, compiled": "not run",
                                "torch.export": "fails (data pointer)"}, "the bare call: a break, and export fails"
 assert {grid[n]["torch.export"] for n in ("custom_op", "Library.define", "custom_op around ctypes")} == {"one node"}
@@ -407,10 +432,11 @@ assert {grid[n]["torch.export"] for n in ("custom_op", "Library.define", "custom
 # - **A kernel of torch ops**: leave it traced, a plain function, or an `autograd.Function` for a hand-written
 #   backward; Inductor fuses it, and export keeps its aten ops.
 # - **A kernel torch cannot read, or must not change**: a custom op with a fake kernel and an autograd formula;
-#   one node in compile, training and export, at a few µs per eager call.
+#   one node in compile and export, right in training, at a cost per eager call (section 4).
 # - **Many ops, or C++ registration** (`Library.define`): give each op its formula, with `register_autograd` or an
 #   `autograd.Function` around it; without one, compiled training dropped the gradient here.
-# - **A raw call through a pointer** (`ctypes`): never bare under `torch.compile` or `torch.export`; inside a custom op.
+# - **A raw call through a pointer** (`ctypes`): not bare under `fullgraph=True` or `torch.export`; inside a
+#   custom op (with a formula, to train it).
 #
 # ## Exercise 1: pick a boundary
 #
@@ -507,8 +533,8 @@ assert "nothing fuses across it" in said.getvalue() and "meets the ctypes call" 
 #
 # - After one compiled training step, check that every input you train has a `.grad`: section 5's op lost its
 #   gradient with nothing but a warning.
-# - `torch.library.opcheck(op, (example,))` tests a custom op's registrations, its autograd formula included
-#   (notebook 08).
+# - `torch.library.opcheck(op, (example.requires_grad_(),))` fails an op with no autograd formula (section 5);
+#   it does not check that a formula's values are right (notebook 08).
 # - Measure the boundary's cost where it matters: small tensors, many calls, eager mode.
 #
 # ## What to remember
@@ -521,9 +547,10 @@ assert "nothing fuses across it" in said.getvalue() and "meets the ctypes call" 
 #   op does.
 # - Each boundary has a cost per eager call, a few µs here; it matters for small tensors and many calls.
 # - Training: a custom op needs a formula (`register_autograd`, or an `autograd.Function` around it). Without one,
-#   `custom_op` refused; a `Library.define` op with a Python kernel trained eagerly and lost its gradient compiled.
-# - Export keeps a custom op as one node; a plain function and an `autograd.Function` become aten ops; a bare
-#   `ctypes` call fails.
+#   `custom_op` refused; a `Library.define` op with a Python kernel of torch ops trained eagerly and lost its
+#   gradient compiled, with only a warning.
+# - Export (non-strict, the default) keeps a custom op as one node; a plain function and an `autograd.Function`
+#   become aten ops; a bare `ctypes` call fails.
 #
 # ## Questions
 #
