@@ -99,7 +99,7 @@ def softclip_ctypes(x):
     c_softclip(x.data_ptr(), out.data_ptr(), x.numel())
     return out
 
-
+# %%
 x = torch.randn(6)
 BOUNDARIES = {"plain function": softclip, "autograd.Function": SoftclipFunction.apply,
               "custom_op": softclip_op, "Library.define": softclip_lib, "ctypes call": softclip_ctypes}
@@ -127,7 +127,7 @@ def seen_by_compile(fn):
     return {"graphs": explained.graph_count, "breaks": explained.graph_break_count, "launches": launches,
             "why": ": ".join(w for w in said if w), "agree": report.verdict.agree}
 
-
+# %%
 def under_fullgraph(fn):
     """The compiled result, or torch's error (its first line) where fullgraph=True refuses a graph break."""
     torch.compiler.reset()
@@ -423,10 +423,12 @@ labkit.charts.outcome_grid({name: {q: (w, tone(w)) for q, w in row.items()} for 
 #@title Check: the picture says what the sections measured
 assert grid["Library.define"]["training, compiled"] == "no gradient (a warning)", "the lost gradient"
 assert tone(grid["Library.define"]["training, compiled"]) == "bad", "in red"
-assert tone(grid["custom_op"]["training, compiled"]) == tone(grid["ctypes call"]["torch.compile"]) == "warn"
+assert tone(grid["custom_op"]["training, compiled"]) == "warn", "a refusal naming the fix: yellow"
+assert tone(grid["ctypes call"]["torch.compile"]) == "warn", "a graph break: yellow"
 assert grid["ctypes call"] == {"torch.compile": "graph break", "training, compiled": "not run",
                                "torch.export": "fails (data pointer)"}, "the bare call: a break, and export fails"
-assert {grid[n]["torch.export"] for n in ("custom_op", "Library.define", "custom_op around ctypes")} == {"one node"}
+assert {grid[n]["torch.export"] for n in ("custom_op", "Library.define", "custom_op around ctypes")} == {"one node"}, \
+    "custom ops: one node in the exported program"
 
 # %% [markdown]
 # - **A kernel of torch ops**: leave it traced, a plain function, or an `autograd.Function` for a hand-written
@@ -453,10 +455,6 @@ my_boundaries = {"fuse": ..., "vendor": ...}
 
 # %% tags=["check"]
 #@title The exercise's check (builds each kernel behind your boundary, then compiles it)
-CHOICES = {"plain function": ["plain"], "autograd.Function": ["autograd function", "torch.autograd.Function"],
-           "custom_op": ["torch.library.custom_op"], "Library.define": ["define", "library define"]}
-
-
 def behind(boundary, kernel):
     """``kernel`` behind ``boundary``; a custom op gets a fresh name each time, so the check can run again."""
     name = f"ex_{uuid.uuid4().hex[:8]}"
@@ -476,6 +474,8 @@ def behind(boundary, kernel):
     return kernel
 
 
+# %% tags=["check"]
+#@title The exercise's check, continued (compiles each kernel behind your boundary)
 def fuse_problem(boundary):
     launches = seen_by_compile(behind(boundary, softclip))["launches"]
     return None if len(launches) == 1 else (
@@ -488,6 +488,12 @@ def vendor_problem(boundary):
     return None if not isinstance(result, str) else (
         f"behind a {boundary}, fullgraph=True stops ({result[:60]}…): Dynamo reads the Python and meets the "
         "ctypes call (section 3)")
+
+
+# %% tags=["check"]
+#@title The exercise's check, continued (your answer against what compiling it did)
+CHOICES = {"plain function": ["plain"], "autograd.Function": ["autograd function", "torch.autograd.Function"],
+           "custom_op": ["torch.library.custom_op"], "Library.define": ["define", "library define"]}
 
 
 def check_boundaries(mine):
@@ -521,7 +527,8 @@ with contextlib.redirect_stdout(io.StringIO()) as said:
     assert check_boundaries({"fuse": "a lambda", "vendor": "custom_op"}) is None, "another word is refused"
     assert check_boundaries({"fuse": "Plain", "vendor": "custom op"}), "a spelling variant is accepted"
     assert not check_boundaries("custom_op"), "an answer that is not the dict is refused"
-assert "nothing fuses across it" in said.getvalue() and "meets the ctypes call" in said.getvalue(), said.getvalue()
+assert "nothing fuses across it" in said.getvalue(), "the fuse hint says why"
+assert "meets the ctypes call" in said.getvalue(), "the vendor hint says why"
 
 # %% [markdown]
 # ## In your own project

@@ -432,7 +432,8 @@ def write_table(rows: list[dict]) -> None:
         cells += [str(row.get("behaviours", {}).get(b, "—")) for b in behaviours]
         cells.append(f"{row['date']} ({row.get('commit', 'commit not recorded')})")
         lines.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
-    lines += ["", range_sentence(rows, notebooks) + "; the oldest of the first list is the lab's",
+    first = "the first list" if narrower(rows, notebooks) else "these"
+    lines += ["", range_sentence(rows, notebooks) + f"; the oldest of {first} is the lab's",
               "minimum (`labkit.env.MINIMUM_TORCH`, pyproject's `[tool.lab] minimum_torch`). A partial row ran the",
               "notebooks it names, added after the full rows (`--notebooks`); a notebook's latest run on a release",
               "is the one that counts.", "", findings()]
