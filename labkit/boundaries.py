@@ -19,6 +19,7 @@ import timeit
 from typing import Callable
 
 from . import _torch as internals
+from .describe import brief
 from .ops import LabOpError
 
 # Where the compiled kernels live: one shared library per source, named by its digest, so running a cell again
@@ -40,7 +41,9 @@ def c_kernel(name: str, source: str, argtypes: tuple = POINTERS_AND_LENGTH) -> C
     LabOpError, in one sentence, where no C++ compiler is found, the compiler refuses the source (its first
     error line) or the library has no function ``name``.
     """
-    if not name.isidentifier():
+    if not isinstance(source, str):
+        raise LabOpError(f"c_kernel() takes the C++ source as a str, not {brief(source)}.")
+    if not isinstance(name, str) or not name.isidentifier():
         raise LabOpError(f"c_kernel() takes the C function's name, an identifier like 'softclip', not {name!r}.")
     if sys.platform == "win32":
         raise LabOpError("c_kernel() compiles with a Unix C++ compiler (g++ or clang++); on Windows, use WSL.")
@@ -89,6 +92,8 @@ def per_call_us(functions: dict[str, Callable], *args, number: int = 1000, repea
     for a quarter of a second, all of them before any is timed, so that one-off costs are not counted: a first
     dispatch, and the allocator's first large blocks (on a 4 MB tensor, timing one function before the next had
     run measured it 4x slower than after, here; warming each just before its own timing was not enough)."""
+    if not isinstance(functions, dict) or not functions or not all(callable(f) for f in functions.values()):
+        raise TypeError(f"per_call_us() times {{name: function}}, a dict of callables, not {brief(functions)}.")
     for function in functions.values():      # every one before any is timed: the first timed is not penalised
         warm_until = time.perf_counter() + 0.25
         while time.perf_counter() < warm_until:

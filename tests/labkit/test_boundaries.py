@@ -51,6 +51,18 @@ def test_a_bad_kernel_is_one_sentence(name, source, said):
     assert str(boundaries.KERNELS) not in str(refused.value), "the compiler's line without the cache folder"
 
 
+@pytest.mark.parametrize("functions", [{}, {"a": 3}, [len], None])
+def test_what_per_call_us_cannot_time_is_one_sentence(functions):
+    with pytest.raises(TypeError, match="times {name: function}, a dict of callables") as refused:
+        boundaries.per_call_us(functions, torch.ones(2))
+    assert "\n" not in str(refused.value)
+
+
+def test_a_source_that_is_not_text_is_one_sentence():
+    with pytest.raises(labkit.LabOpError, match=r"takes the C\+\+ source as a str"):
+        boundaries.c_kernel("softclip", b"bytes")
+
+
 def test_the_cost_per_call_is_measured_for_every_boundary():
     x = torch.randn(8)
     costs = boundaries.per_call_us({"add": lambda t: t + 1, "sleep-free": lambda t: t}, x, number=50, repeat=2)
