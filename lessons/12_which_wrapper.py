@@ -476,17 +476,21 @@ def behind(boundary, kernel):
 
 # %% tags=["check"]
 #@title The exercise's check, continued (compiles each kernel behind your boundary)
+def behind_a(boundary):
+    return f"behind {'an' if boundary[0] in 'aeiou' else 'a'} {boundary}"
+
+
 def fuse_problem(boundary):
     launches = seen_by_compile(behind(boundary, softclip))["launches"]
     return None if len(launches) == 1 else (
-        f"behind a {boundary}, Inductor launches {len(launches)} things, your op and then a kernel for the * 2: "
+        f"{behind_a(boundary)}, Inductor launches {len(launches)} things, your op and then a kernel for the * 2: "
         "an opaque node is a black box, nothing fuses across it (section 2)")
 
 
 def vendor_problem(boundary):
     result = under_fullgraph(behind(boundary, softclip_ctypes))
     return None if not isinstance(result, str) else (
-        f"behind a {boundary}, fullgraph=True stops ({result[:60]}…): Dynamo reads the Python and meets the "
+        f"{behind_a(boundary)}, fullgraph=True stops ({result[:60]}…): Dynamo reads the Python and meets the "
         "ctypes call (section 3)")
 
 
