@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import pathlib
+import re
 import sys
 
 try:
@@ -50,6 +51,7 @@ import nbformat
 from nbclient import NotebookClient
 
 import facts  # tools/facts.py, beside this file
+import translations  # the language axis: lessons/<language>/NN_name.py
 from repo import ROOT
 
 SOURCES = ROOT / "lessons"
@@ -71,6 +73,7 @@ def lab_config() -> dict:
 
 
 def colab_url(name: str) -> str:
+    """Colab's address of notebooks/<name> (a name may start with its language's folder, zh-CN/00_....ipynb)."""
     lab = lab_config()
     return f"https://colab.research.google.com/github/{lab['github']}/blob/{lab['branch']}/notebooks/{name}"
 
@@ -78,6 +81,11 @@ def colab_url(name: str) -> str:
 def binder_url(name: str) -> str:
     lab = lab_config()
     return f"https://mybinder.org/v2/gh/{lab['github']}/{lab['branch']}?urlpath=lab/tree/notebooks/{name}"
+
+
+def language(source: pathlib.Path) -> str | None:
+    """The language of a translated lesson (lessons/zh-CN/00_start_here.py: "zh-CN"); None for an English one."""
+    return source.parent.name if source.parent != SOURCES else None
 
 
 def colab_install_cell() -> str:
@@ -98,24 +106,44 @@ def colab_install_cell() -> str:
 
 
 def title(source: pathlib.Path) -> str:
-    """The notebook's H1, without markdown code marks."""
+    """The notebook's H1 before its colon (a full-width one in Chinese), without markdown code marks."""
     first = next(line for line in source.read_text().splitlines() if line.startswith("# # "))
-    return first[4:].split(":")[0].replace("`", "").strip()
+    return re.split("[:：]", first[4:])[0].replace("`", "").strip()
+
+
+def _neighbour(source: pathlib.Path, other: pathlib.Path) -> tuple[str, str]:
+    """(the link's text, its target) for a neighbouring notebook: in the source's language where it is translated,
+    else the English notebook, under the language's title for it (pyproject's titles) marked as English."""
+    lang = language(source)
+    if lang is None:
+        return title(other), f"{other.stem}.ipynb"
+    translated = SOURCES / lang / other.name
+    if translated.exists():
+        return title(translated), f"{other.stem}.ipynb"
+    words = lab_config()["languages"][lang]
+    name = translations.title_of(lab_config(), lang, other.stem).replace("`", "")
+    return f"{other.stem[:2]} · {name}{words['in_english']}", f"../{other.stem}.ipynb"
 
 
 def navigation(source: pathlib.Path, top: bool) -> str:
     sources = all_sources()
-    i = sources.index(source)
+    english = translations.english_of(source) if language(source) else source
+    i = sources.index(english)
+    lang = language(source)
+    words = lab_config()["languages"][lang] if lang else {"all_notebooks": "All notebooks", "contents": None}
+    contents = f"../../{words['contents']}" if lang else CONTENTS
     links = []
     if i > 0:
-        links.append(f"[← {title(sources[i - 1])}]({sources[i - 1].stem}.ipynb)")
-    links.append(f"[All notebooks]({CONTENTS})")
+        text, target = _neighbour(source, sources[i - 1])
+        links.append(f"[← {text}]({target})")
+    links.append(f"[{words['all_notebooks']}]({contents})")
     if i + 1 < len(sources):
-        links.append(f"[{title(sources[i + 1])} →]({sources[i + 1].stem}.ipynb)")
+        text, target = _neighbour(source, sources[i + 1])
+        links.append(f"[{text} →]({target})")
     nav = " · ".join(links)
     if not top:
         return nav
-    name = source.stem + ".ipynb"
+    name = f"{lang}/{source.stem}.ipynb" if lang else source.stem + ".ipynb"
     return (f"[![Open In Colab]({COLAB_BADGE})]({colab_url(name)}) "
             f"[![Binder]({BINDER_BADGE})]({binder_url(name)}) · {nav}")
 
@@ -125,7 +153,15 @@ def all_sources() -> list[pathlib.Path]:
 
 
 def source_cells(source: pathlib.Path) -> list:
-    """The source's cells, as jupytext reads them, less jupytext's own layout bookkeeping."""
+    """The source's cells, as jupytext reads them, less jupytext's own layout bookkeeping. A translation's are
+    the English source's cells with its prose in their place (TranslationError while it is stale)."""
+    if language(source):
+        prose = iter(translations.translated_markdown(source, ROOT))
+        cells = source_cells(translations.english_of(source))
+        for cell in cells:
+            if cell.cell_type == "markdown":
+                cell.source = next(prose)
+        return cells
     cells = jupytext.reads(source.read_text(), fmt="py:percent").cells
     for cell in cells:
         cell.metadata.pop("lines_to_next_cell", None)
@@ -150,7 +186,9 @@ def built_notebook(source: pathlib.Path):
 
 
 def target_of(source: pathlib.Path) -> pathlib.Path:
-    return NOTEBOOKS / (source.stem + ".ipynb")
+    """notebooks/NN_name.ipynb, or notebooks/<language>/NN_name.ipynb for a translation."""
+    lang = language(source)
+    return (NOTEBOOKS / lang if lang else NOTEBOOKS) / (source.stem + ".ipynb")
 
 
 def drop_live_widget_views(nb) -> None:
@@ -165,6 +203,7 @@ def drop_live_widget_views(nb) -> None:
 def build(source: pathlib.Path) -> pathlib.Path:
     nb = built_notebook(source)
     target = target_of(source)
+    target.parent.mkdir(exist_ok=True)
     NotebookClient(nb, timeout=900, kernel_name="python3", store_widget_state=False, record_timing=False,
                    resources={"metadata": {"path": str(target.parent)}}).execute()
     drop_live_widget_views(nb)
@@ -181,20 +220,24 @@ def comparable(cell) -> tuple:
 def difference(source: pathlib.Path) -> str | None:
     """One line naming how the stored notebook differs from what its source builds, or None."""
     target = target_of(source)
+    shown = target.relative_to(NOTEBOOKS).as_posix()   # zh-CN/00_start_here.ipynb for a translation
     if not target.exists():
-        return f"{target.name} is missing: build it with python tools/build_notebooks.py {source.stem[:2]}"
-    built = [comparable(c) for c in built_notebook(source).cells]
+        return f"{shown} is missing: build it with python tools/build_notebooks.py {source.stem[:2]}"
+    try:
+        built = [comparable(c) for c in built_notebook(source).cells]
+    except translations.TranslationError as stale:
+        return str(stale)
     stored = [comparable(c) for c in nbformat.read(target, 4).cells]
     if built == stored:
         return None
     fix = f"rebuild it with python tools/build_notebooks.py {source.stem[:2]}"
     if len(built) != len(stored):
-        return f"{target.name} has {len(stored)} cells, {source.name} makes {len(built)}: {fix}"
+        return f"{shown} has {len(stored)} cells, {source.relative_to(SOURCES)} makes {len(built)}: {fix}"
     fields = ("id", "type", "source", "metadata")
     differing = [(i, [f for f, b, s in zip(fields, b_cell, s_cell) if b != s])
                  for i, (b_cell, s_cell) in enumerate(zip(built, stored)) if b_cell != s_cell]
     first, what = differing[0]
-    return (f"{target.name}: {len(differing)} cell(s) differ from {source.name} "
+    return (f"{shown}: {len(differing)} cell(s) differ from {source.relative_to(SOURCES)} "
             f"(first: cell {first}, its {' and '.join(what)}): {fix}")
 
 
@@ -238,10 +281,11 @@ def wrong_torch() -> str | None:
 
 
 def select(names: list[str]) -> list[pathlib.Path]:
-    """The sources named by number ("02") or name ("02_mutates_args"); all of them for none."""
+    """The sources named by number ("02") or name ("02_mutates_args"), each with its translations after it; all of
+    them for none."""
     sources = all_sources()
     if not names:
-        return sources
+        return with_translations(sources)
     chosen = []
     for name in names:
         found = [s for s in sources if name in (s.stem, s.stem[:2], s.name, s.stem + ".ipynb")]
@@ -249,7 +293,12 @@ def select(names: list[str]) -> list[pathlib.Path]:
             raise SystemExit(f"No notebook {name!r}: give a number from "
                              f"{', '.join(s.stem[:2] for s in sources)}, or a name such as {sources[0].stem}.")
         chosen += found
-    return chosen
+    return with_translations(chosen)
+
+
+def with_translations(sources: list[pathlib.Path]) -> list[pathlib.Path]:
+    """Each English source followed by its translations (lessons/<language>/ of the same name)."""
+    return [path for source in sources for path in [source, *sorted(SOURCES.glob(f"*/{source.name}"))]]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -274,8 +323,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if write_facts(strict=not args.notebooks):  # before executing: notebook 00's map is in its source
         return 1
+    failed = 0
     for source in sources:
-        print("built", build(source).relative_to(ROOT))
+        try:
+            print("built", build(source).relative_to(ROOT))
+        except translations.TranslationError as stale:  # the English one is built; this translation is not
+            print(f"not built: {target_of(source).relative_to(ROOT)}\n{stale}", file=sys.stderr)
+            failed = 1
+    if failed:
+        return 1
     # again after executing: docs/measurements.md's lesson metrics count the notebooks just stored
     return write_facts(strict=not args.notebooks)
 

@@ -29,6 +29,7 @@ except ImportError:  # Python 3.10
 import gpu_runs  # docs/gpu-runs/: which notebooks ran on a GPU
 import lesson_metrics  # what each stored notebook holds: words, visible code lines
 import torch_matrix  # which releases every notebook passed on
+import translations  # the lessons in other languages: lessons/<language>/
 from repo import ROOT
 
 TAG = "generated from pyproject.toml [tool.lab] by tools/build_notebooks.py --facts: do not edit"
@@ -45,7 +46,10 @@ MARKERS = {
 ENTRY = ("stem", "title", "idea", "short_idea", "execution_s", "demo")
 # The keys each table of the registry may hold: another key is a typo, or a fact nothing would read.
 ALLOWED = {
-    "[tool.lab]": ("github", "branch", "reference_torch", "minimum_torch", "notebooks", "pace", "workshop"),
+    "[tool.lab]": ("github", "branch", "reference_torch", "minimum_torch", "notebooks", "pace", "workshop",
+                   "languages"),
+    "[tool.lab.languages.*]": ("name", "readme", "contents", "characters_per_minute", "all_notebooks", "in_english",
+                               "time_line", "map_columns", "this_one", "minutes", "titles", "short_ideas"),
     "[[tool.lab.notebooks]]": (*ENTRY, "when_late", "topics"),
     "[tool.lab.pace]": ("words_per_minute", "code_lines_per_minute", "minutes_per_exercise", "round_to"),
     "[tool.lab.workshop]": ("setup_min", "min_buffer", "agendas"),
@@ -76,6 +80,7 @@ def unknown_keys(lab: dict) -> list[str]:
     tables = [("[tool.lab]", "", lab), ("[tool.lab.pace]", "", lab.get("pace", {})),
               ("[tool.lab.workshop]", "", lab.get("workshop", {}))]
     tables += [("[[tool.lab.notebooks]]", f" entry {nb.get('stem')!r}", nb) for nb in lab.get("notebooks", [])]
+    tables += [("[tool.lab.languages.*]", f" {code!r}", table) for code, table in lab.get("languages", {}).items()]
     tables += [("[[tool.lab.workshop.agendas]]", f" of {agenda.get('length_min')} minutes", agenda)
                for agenda in lab.get("workshop", {}).get("agendas", [])]
     tables += [("[[tool.lab.workshop.agendas.breaks]]", f" of the {agenda.get('length_min')}-minute agenda", pause)
@@ -99,7 +104,8 @@ def registry_problems(root: pathlib.Path = ROOT) -> list[str]:
                  for e in entries if (missing := [k for k in ENTRY if k not in e])]
     if stems != sorted(stems, key=str):
         problems.append("pyproject.toml's [[tool.lab.notebooks]] are not in the order of their numbers")
-    return problems + unknown_keys(pyproject(root)["tool"]["lab"])
+    lab = pyproject(root)["tool"]["lab"]
+    return problems + unknown_keys(lab) + translations.registry_problems(lab, stems, root)
 
 
 def torch_range(root: pathlib.Path, lab: dict, checked: list[str]) -> list[str]:
@@ -146,13 +152,64 @@ def unrounded_minutes(root: pathlib.Path, lab: dict) -> dict[str, float]:
     return out
 
 
+def translated_minutes(root: pathlib.Path, lab: dict, language: str) -> dict[str, int]:
+    """{stem: minutes} of a language's notebooks (notebooks/<language>/), rounded up as the English ones are."""
+    return _rounded_up(unrounded_translated_minutes(root, lab, language), lab["pace"]["round_to"])
+
+
+def unrounded_translated_minutes(root: pathlib.Path, lab: dict, language: str) -> dict[str, float]:
+    """{stem: minutes} of a language's notebooks: its Chinese characters at the language's characters_per_minute,
+    its words in Latin letters at words_per_minute; code, exercises and execution as the English notebook's (the
+    code is the English lesson's). A translation not built yet has the English time: the build writes the facts
+    again once it is stored."""
+    pace, rate = lab["pace"], lab["languages"][language]["characters_per_minute"]
+    english = unrounded_minutes(root, lab)
+    out = {}
+    for nb in lab["notebooks"]:
+        path = root / "notebooks" / language / f"{nb['stem']}.ipynb"
+        if not (root / "lessons" / language / f"{nb['stem']}.py").exists():
+            continue
+        if not path.exists():  # a new translation, before its first build
+            out[nb["stem"]] = english[nb["stem"]]
+            continue
+        ours = lesson_metrics.measure(lesson_metrics.nbformat.read(path, as_version=4))
+        theirs = lesson_metrics.measure(lesson_metrics.nbformat.read(
+            root / "notebooks" / f"{nb['stem']}.ipynb", as_version=4))
+        out[nb["stem"]] = (english[nb["stem"]] - theirs["words"] / pace["words_per_minute"]
+                           + ours["words"] / pace["words_per_minute"] + ours.get("characters", 0) / rate)
+    return out
+
+
+def language_minutes(root: pathlib.Path, lab: dict, language: str) -> dict[str, int]:
+    """{stem: minutes} for a reader of this language: its notebooks' times where translated, else the English."""
+    return {**learner_minutes(root, lab), **translated_minutes(root, lab, language)}
+
+
 def headroom(root: pathlib.Path, lab: dict) -> list[str]:
     """docs/maintaining.md's table: how much longer each notebook of a workshop agenda may grow before an agenda's
     buffer falls under min_buffer and ``--facts`` refuses the build. A notebook's learner time is rounded up to
     round_to minutes, so what is left is the room to its next step, plus a whole step for each step of buffer an
-    agenda has above its floor (the least over the agendas it is in)."""
-    pace, workshop = lab["pace"], lab["workshop"]
-    step, exact = pace["round_to"], unrounded_minutes(root, lab)
+    agenda has above its floor (the least over the agendas it is in, and over the languages: a translated notebook
+    has its own learner time, and the agendas hold in every language)."""
+    pace = lab["pace"]
+    exact = unrounded_minutes(root, lab)
+    rooms = {"": _room(lab, exact)}
+    for language in translations.languages(lab):
+        rooms[language] = _room(lab, {**exact, **unrounded_translated_minutes(root, lab, language)})
+    lines = ["", "| notebook | learner time (unrounded) | room before an agenda's buffer falls under its floor | "
+             "as prose words | or as visible code lines |", "|---|---|---|---|---|"]
+    for stem in sorted(rooms[""]):
+        language, left = min(((lang, room[stem]) for lang, room in rooms.items()), key=lambda item: item[1])
+        limited = f" (in {language})" if language else ""
+        lines.append(f"| {stem[:2]} | {exact[stem]:.1f} min ({_rounded_up(exact, pace['round_to'])[stem]}) | "
+                     f"{left:.1f} min{limited} | {int(left * pace['words_per_minute'])} | "
+                     f"{int(left * pace['code_lines_per_minute'])} |")
+    return lines + [""]
+
+
+def _room(lab: dict, exact: dict[str, float]) -> dict[str, float]:
+    """{stem: minutes} each notebook of an agenda may grow, at these learner times, before an agenda is refused."""
+    workshop, step = lab["workshop"], lab["pace"]["round_to"]
     rounded = _rounded_up(exact, step)
     stems = {nb["stem"][:2]: nb["stem"] for nb in lab["notebooks"]}
     room: dict[str, float] = {}
@@ -165,12 +222,7 @@ def headroom(root: pathlib.Path, lab: dict) -> list[str]:
             stem = stems[number]
             left = rounded[stem] - exact[stem] + spare_steps * step
             room[stem] = min(room.get(stem, left), left)
-    lines = ["", "| notebook | learner time (unrounded) | room before an agenda's buffer falls under its floor | "
-             "as prose words | or as visible code lines |", "|---|---|---|---|---|"]
-    for stem, left in sorted(room.items()):
-        lines.append(f"| {stem[:2]} | {exact[stem]:.1f} min ({rounded[stem]}) | {left:.1f} min | "
-                     f"{int(left * pace['words_per_minute'])} | {int(left * pace['code_lines_per_minute'])} |")
-    return lines + [""]
+    return room
 
 
 def _used_minutes(agenda: dict, workshop: dict, notebook_minutes: list[int], numbers: list[str]) -> int:
@@ -283,17 +335,46 @@ def map_cell(nbs: list[dict], learner: dict[str, int]) -> list[str]:
     return ["#", *("# " + line for line in lines), "#"]
 
 
+def translated_map_cell(root: pathlib.Path, lab: dict, language: str, minutes: dict[str, int]) -> list[str]:
+    """Notebook 00's map in a language: its titles and short ideas, the untranslated notebooks marked."""
+    words = lab["languages"][language]
+    lines = ["| " + " | ".join(words["map_columns"]) + " |", "|---|---|---|"]
+    for i, nb in enumerate(lab["notebooks"]):
+        name = f"{nb['stem'][:2]} · {translations.title_of(lab, language, nb['stem'])}"
+        if not (root / "lessons" / language / f"{nb['stem']}.py").exists():
+            name += words["in_english"]
+        lines.append(f"| {f'**{name}**' + words['this_one'] if i == 0 else name} | "
+                     f"{translations.short_idea_of(lab, language, nb['stem'])} | "
+                     f"{words['minutes'].format(minutes=minutes[nb['stem']])} |")
+    return ["#", *("# " + line for line in lines), "#"]
+
+
+def translated_readme_notebooks(root: pathlib.Path, lab: dict, language: str, minutes: dict[str, int]) -> list[str]:
+    """A language's README table: each notebook in that language where translated, else the English one, marked."""
+    words = lab["languages"][language]
+    lines = ["| " + " | ".join(words["map_columns"]) + " | Colab |", "|---|---|---|---|"]
+    for nb in lab["notebooks"]:
+        stem, title = nb["stem"], translations.title_of(lab, language, nb["stem"])
+        translated = (root / "lessons" / language / f"{stem}.py").exists()
+        path = f"{language}/{stem}.ipynb" if translated else f"{stem}.ipynb"
+        name = f"{stem[:2]} · {title}" + ("" if translated else words["in_english"])
+        lines.append(f"| [{name}](notebooks/{path}) | {translations.short_idea_of(lab, language, stem)} | "
+                     f"{words['minutes'].format(minutes=minutes[stem])} | [Colab]({colab_folder(lab)}{path}) |")
+    return ["", *lines, ""]
+
+
 def readme_times(nbs: list[dict]) -> list[str]:
     """docs/measurements.md's row of cold execution times, one column per notebook (INSTRUCTORS.md's figures)."""
     return ["", "| " + " | ".join(nb["stem"][:2] for nb in nbs) + " |", "|---" * len(nbs) + "|",
             "| " + " | ".join(f"{nb['execution_s']} s" for nb in nbs) + " |", ""]
 
 
-def lesson_table(root: pathlib.Path) -> list[str]:
-    """docs/measurements.md's table of what a learner reads, per stored notebook (tools/lesson_metrics.py)."""
+def lesson_table(root: pathlib.Path, language: str = "") -> list[str]:
+    """docs/measurements.md's table of what a learner reads, per stored notebook (tools/lesson_metrics.py), of
+    notebooks/ or of a language's folder."""
     rows = {path.stem: lesson_metrics.measure(lesson_metrics.nbformat.read(path, as_version=4))
-            for path in sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb"))}
-    return lesson_metrics.table(rows).splitlines()
+            for path in sorted((root / "notebooks" / language).glob("[0-9][0-9]_*.ipynb"))}
+    return lesson_metrics.table(rows).splitlines() if rows else ["(none yet)"]
 
 
 def instructors_timings(nbs: list[dict], learner: dict[str, int]) -> list[str]:
@@ -378,7 +459,7 @@ def regions(project: dict, checked: list[str], root: pathlib.Path = ROOT) -> dic
     quoted = ", ".join(f'"{v}"' for v in checked) + ("," if len(checked) == 1 else "")
     learner = learner_minutes(root, lab)
     checks = registered_checks(root)
-    return {
+    found = {
         "README.md": [
             ("torch-range", "md", torch_range(root, lab, checked)),
             ("notebooks", "md", ["", *readme_notebooks(lab, nbs, learner), ""]),
@@ -402,6 +483,28 @@ def regions(project: dict, checked: list[str], root: pathlib.Path = ROOT) -> dic
         "requirements.txt": [("torch-floor", "py", [f"torch>={lab['minimum_torch']}"])],
         "binder/requirements.txt": [("reference-torch", "py", [f"torch=={lab['reference_torch']}+cpu"])],
     }
+    for path, items in translated_regions(root, lab).items():
+        found.setdefault(path, []).extend(items)
+    return found
+
+
+def translated_regions(root: pathlib.Path, lab: dict) -> dict[str, list[tuple[str, str, list]]]:
+    """Each language's generated prose: its README's table, notebook 00's map, its lesson metrics. FactsError when
+    an agenda would leave less than its buffer at that language's learner times."""
+    out: dict[str, list] = {"docs/measurements.md": []}
+    for language, words in translations.languages(lab).items():
+        minutes = language_minutes(root, lab, language)
+        try:
+            agendas(root, lab, minutes)  # the buffer rule holds for a workshop taught in this language too
+        except FactsError as error:
+            raise FactsError(f"At the learner times of the {words['name']} notebooks ({language}): {error}") from None
+        out[words["readme"]] = [("notebooks", "md", translated_readme_notebooks(root, lab, language, minutes))]
+        if (root / "lessons" / language / "00_start_here.py").exists():
+            out[f"lessons/{language}/00_start_here.py"] = [
+                ("map", "py-md", translated_map_cell(root, lab, language, minutes))]
+        out["docs/measurements.md"].append((f"lesson-metrics-{language}", "md",
+                                            ["", *lesson_table(root, language), ""]))
+    return out
 
 
 def lines(project: dict, root: pathlib.Path = ROOT) -> dict[str, list[tuple[str, str]]]:
@@ -411,6 +514,11 @@ def lines(project: dict, root: pathlib.Path = ROOT) -> dict[str, list[tuple[str,
     headers = {f"lessons/{nb['stem']}.py": [(r"(?m)^(# \*\*Time:\*\* about )\d+( minutes)",
                                                              rf"\g<1>{learner[nb['stem']]}\g<2>")]
                for nb in lab["notebooks"]}
+    for language, words in translations.languages(lab).items():
+        minutes = translated_minutes(root, lab, language)
+        before, after = (re.escape(part) for part in words["time_line"].split("{minutes}"))
+        headers.update({f"lessons/{language}/{stem}.py": [(rf"(?m)^(# {before})\d+({after})",
+                                                           rf"\g<1>{n}\g<2>")] for stem, n in minutes.items()})
     return {**headers,
         "pyproject.toml": [(r'(?m)^(dependencies = \[.*?)"torch>=[^"]*"',
                             rf'\g<1>"torch>={project["tool"]["lab"]["minimum_torch"]}"')],

@@ -18,7 +18,9 @@ import pytest
 import build_notebooks
 from repo import ROOT
 
-NOTEBOOKS = [build_notebooks.target_of(source) for source in build_notebooks.all_sources()]
+# Every notebook, the translations (notebooks/zh-CN/) too.
+NOTEBOOKS = [build_notebooks.target_of(source)
+             for source in build_notebooks.with_translations(build_notebooks.all_sources())]
 PUB = build_notebooks.lab_config()
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 WIDGET_VIEW = build_notebooks.WIDGET_VIEW
@@ -26,6 +28,11 @@ WIDGET_VIEW = build_notebooks.WIDGET_VIEW
 
 def _cells(path):
     return json.loads(path.read_text())["cells"]
+
+
+def _name(path) -> str:
+    """A notebook's test id: its path under notebooks/, zh-CN/00_start_here for a translation."""
+    return path.relative_to(ROOT / "notebooks").with_suffix("").as_posix()
 
 
 def _text(cell) -> str:
@@ -42,16 +49,17 @@ def test_the_publication_is_named_once():
     assert re.fullmatch(r"[\w.-]+/[\w.-]+", PUB["github"]) and PUB["branch"]
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_name)
 def test_badges_open_this_very_file(path):
     top = _text(_cells(path)[0])
-    colab = f"https://colab.research.google.com/github/{PUB['github']}/blob/{PUB['branch']}/notebooks/{path.name}"
-    binder = f"https://mybinder.org/v2/gh/{PUB['github']}/{PUB['branch']}?urlpath=lab/tree/notebooks/{path.name}"
+    name = path.relative_to(ROOT / "notebooks").as_posix()   # zh-CN/00_start_here.ipynb for a translation
+    colab = f"https://colab.research.google.com/github/{PUB['github']}/blob/{PUB['branch']}/notebooks/{name}"
+    binder = f"https://mybinder.org/v2/gh/{PUB['github']}/{PUB['branch']}?urlpath=lab/tree/notebooks/{name}"
     assert f"]({colab})" in top and f"]({binder})" in top  # both end in this file's path in the repo
-    assert path.parent == ROOT / "notebooks"
+    assert path.parent in (ROOT / "notebooks", *(ROOT / "notebooks" / lang for lang in PUB.get("languages", {})))
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_name)
 def test_navigation_links_resolve(path):
     cells = _cells(path)
     for nav in (_text(cells[0]), _text(cells[-1])):
@@ -65,7 +73,7 @@ def test_navigation_links_resolve(path):
                 assert anchor in {re.sub(r"[^\w -]", "", h).strip().lower().replace(" ", "-") for h in headings}
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_name)
 def test_first_code_cell_installs_labkit_on_colab_only_and_says_so_collapsed(path):
     """Outside Colab the cell must not read like an install step: it is collapsed (JupyterLab shows its
     first line; Colab shows a form titled by it) and that line says it does nothing here."""
@@ -114,7 +122,7 @@ def test_gpu_recordings_travel_inside_the_labkit_wheel(tmp_path):
     assert modules - names == set(), "add the package to pyproject.toml's [tool.setuptools] packages"
 
 
-@pytest.mark.parametrize("path", [p for p in NOTEBOOKS if _widget_outputs(p)], ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", [p for p in NOTEBOOKS if _widget_outputs(p)], ids=_name)
 def test_stored_widget_outputs_are_static_html(path):
     """GitHub and nbviewer show 'Loading widget...' for a stored widget view; ours store the
     widget's HTML rendering of its state instead (the live view returns when the cell runs)."""
@@ -150,8 +158,8 @@ def test_readme_badges_and_pictures_point_at_real_files():
 
 # The pages a learner, an instructor or a maintainer reads, whose links must land (the other docs are written by
 # their tools).
-PAGES = ["README.md", "INSTRUCTORS.md", "docs/maintaining.md", "docs/measurements.md", "docs/labkit.md",
-         "lessons/README.md"]
+PAGES = ["README.md", "README.zh-CN.md", "INSTRUCTORS.md", "docs/maintaining.md", "docs/measurements.md",
+         "docs/labkit.md", "lessons/README.md"]
 
 
 def _anchors(markdown: str) -> set[str]:
@@ -165,8 +173,14 @@ def test_every_notebooks_contents_link_opens_the_readmes_notebook_table_its_firs
     assert re.findall(r"(?m)^## (.+)$", readme)[0] == "The notebooks", "the notebook table comes first"
     assert "the-notebooks" in _anchors(readme)
     for path in NOTEBOOKS:
-        assert build_notebooks.CONTENTS in json.dumps(_cells(path)), path.name
+        if path.parent == ROOT / "notebooks":
+            assert build_notebooks.CONTENTS in json.dumps(_cells(path)), path.name
     assert build_notebooks.CONTENTS == "../README.md#the-notebooks"
+    for language, words in PUB.get("languages", {}).items():   # a translation's README: its table first too
+        page, anchor = words["contents"].split("#")
+        assert re.findall(r"(?m)^## (.+)$", (ROOT / page).read_text())[0].lower().replace(" ", "-") == anchor
+        for path in (ROOT / "notebooks" / language).glob("*.ipynb"):
+            assert f"](../../{words['contents']})" in _text(_cells(path)[0]), path.name
 
 
 @pytest.mark.parametrize("page", PAGES)

@@ -37,6 +37,10 @@ def lab_copy(tmp_path):
     for notebook in ROOT.joinpath("notebooks").glob("[0-9][0-9]_*.ipynb"):
         if ".mine" not in notebook.name:
             shutil.copy(notebook, folder / "notebooks")
+    for notebook in ROOT.joinpath("notebooks").glob("*/[0-9][0-9]_*.ipynb"):   # the translations, zh-CN/
+        (folder / "notebooks" / notebook.parent.name).mkdir(exist_ok=True)
+        if ".mine" not in notebook.name:
+            shutil.copy(notebook, folder / "notebooks" / notebook.parent.name)
     return folder
 
 
@@ -185,3 +189,34 @@ def test_a_deleted_notebook_is_restored(lab_copy, tmp_path, committed):
     (lab_copy / "notebooks" / NAME).unlink()
     assert _lab(lab_copy, "reset").returncode == 0  # every notebook, the deleted one too
     assert (lab_copy / "notebooks" / NAME).read_bytes() == published
+
+
+@pytest.mark.parametrize("committed", [True, False])
+def test_a_translated_notebook_is_reset_by_its_languages_folder_and_the_number_alone_is_the_english(
+        lab_copy, tmp_path, committed):
+    _published(lab_copy, tmp_path, committed)
+    chinese = lab_copy / "notebooks" / "zh-CN" / "00_start_here.ipynb"
+    english = lab_copy / "notebooks" / "00_start_here.ipynb"
+    published = chinese.read_bytes(), english.read_bytes()
+    mine = _edit(chinese), _edit(english)
+
+    done = _lab(lab_copy, "reset", "zh-CN/00")
+    assert done.returncode == 0 and len(done.stdout.splitlines()) == 1, done.stdout + done.stderr
+    assert "Restored zh-CN/00_start_here.ipynb" in done.stdout and "zh-CN/00_start_here.mine.ipynb" in done.stdout
+    assert chinese.read_bytes() == published[0] and english.read_bytes() == mine[1], "the English one untouched"
+    assert (chinese.parent / "00_start_here.mine.ipynb").read_bytes() == mine[0]
+
+    assert _lab(lab_copy, "reset", "00").returncode == 0 and english.read_bytes() == published[1]
+    _edit(chinese)
+    chinese_path = _lab(lab_copy, "reset", "notebooks/zh-CN/00_start_here.ipynb")
+    assert chinese_path.returncode == 0 and chinese.read_bytes() == published[0], chinese_path.stderr
+    chinese.unlink()
+    assert _lab(lab_copy, "reset").returncode == 0 and chinese.read_bytes() == published[0], "all: a translation too"
+
+
+def test_an_unknown_name_lists_the_translations_too(lab_copy):
+    _committed(lab_copy)
+    for unknown in ("zh-CN/07", "fr/00", "zh-CN"):
+        done = _lab(lab_copy, "reset", unknown)
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+        assert "(in another language: zh-CN/00)" in done.stderr and "(00 to " in done.stderr, done.stderr

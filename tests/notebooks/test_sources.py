@@ -14,6 +14,7 @@ from repo import ROOT
 
 SOURCES = sorted((ROOT / "lessons").glob("[0-9][0-9]_*.py"))
 NOTEBOOKS = [ROOT / "notebooks" / f"{source.stem}.ipynb" for source in SOURCES]
+TRANSLATIONS = sorted((ROOT / "lessons").glob("*/[0-9][0-9]_*.py"))   # lessons/zh-CN/00_start_here.py
 
 
 def _check(root: pathlib.Path, *names: str) -> subprocess.CompletedProcess:
@@ -47,7 +48,7 @@ def _copy_of_the_lab(tmp_path: pathlib.Path) -> pathlib.Path:
     """The files tools/build_notebooks.py --facts reads and writes, with only the registered sources."""
     for folder in ("tools", "lessons", "notebooks", "labkit", "docs", "binder"):
         shutil.copytree(ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__", "*.png"))
-    for name in ("pyproject.toml", "README.md", "INSTRUCTORS.md", "requirements.txt"):
+    for name in ("pyproject.toml", "README.md", "README.zh-CN.md", "INSTRUCTORS.md", "requirements.txt"):
         shutil.copy(ROOT / name, tmp_path)
     import facts
     registered = {nb["stem"] for nb in facts.pyproject(ROOT)["tool"]["lab"]["notebooks"]}
@@ -87,8 +88,8 @@ def test_a_changed_registry_value_fails_check_naming_each_stale_file_and_facts_f
     named = {line.split(":")[0] for line in stale.stdout.splitlines()}
     assert stale.returncode == 1, stale.stdout
     assert {"README.md", "INSTRUCTORS.md", "lessons/00_start_here.py"} <= named, stale.stdout
-    assert named <= {"README.md", "INSTRUCTORS.md", "docs/maintaining.md"} | {  # maintaining.md: the headroom
-        f"lessons/{s.name}" for s in SOURCES}
+    assert named <= {"README.md", "README.zh-CN.md", "INSTRUCTORS.md", "docs/maintaining.md"} | {  # maintaining.md:
+        f"lessons/{s.relative_to(ROOT / 'lessons').as_posix()}" for s in SOURCES + TRANSLATIONS}  # the headroom
     assert all(line.endswith("run python tools/build_notebooks.py --facts") for line in stale.stdout.splitlines())
     assert (root / "README.md").read_text() == readme_before  # --check writes nothing
 
@@ -101,7 +102,8 @@ def test_a_changed_registry_value_fails_check_naming_each_stale_file_and_facts_f
     assert any(minutes % 5 for minutes in learner.values()), "to the minute now, not rounded up to 5"
     # the notebooks left stale are exactly those whose source (its Time line, 00's map) --facts rewrote
     left = sorted(line.split(":")[0] for line in _check(root).stdout.splitlines())
-    rewritten = sorted(pathlib.Path(name).stem + ".ipynb" for name in named if name.startswith("lessons/"))
+    rewritten = sorted(pathlib.Path(name).relative_to("lessons").with_suffix(".ipynb").as_posix()
+                       for name in named if name.startswith("lessons/"))
     assert left == rewritten, _check(root).stdout
 
 
@@ -258,13 +260,15 @@ def test_a_changed_measured_time_names_every_page_that_states_it(tmp_path):
     """The cold times moved to docs/measurements.md with their region: --check still keeps them true there."""
     root = _copy_of_the_lab(tmp_path)
     pyproject = root / "pyproject.toml"
-    first = re.search(r"(?m)^execution_s = (\d+)$", pyproject.read_text()).group(1)
-    pyproject.write_text(pyproject.read_text().replace("execution_s = ", "execution_s = 1", 1))
+    text = pyproject.read_text()
+    last = re.findall(r"(?m)^execution_s = (\d+)$", text)[-1]   # the last notebook's, in no agenda: the facts hold
+    at = text.rindex("execution_s = ")
+    pyproject.write_text(text[:at] + "execution_s = 1" + text[at + len("execution_s = "):])
     stale = _check(root)
     named = {line.split(":")[0] for line in stale.stdout.splitlines()}
-    assert {"README.md", "INSTRUCTORS.md", "docs/measurements.md"} <= named, stale.stdout  # and 00, if its time moved
+    assert {"README.md", "INSTRUCTORS.md", "docs/measurements.md"} <= named, stale.stdout  # and 12, if its time moved
     assert _facts(root).returncode == 0
-    assert f"| 1{first} s |" in (root / "docs" / "measurements.md").read_text()  # 23 s became 123 s
+    assert f"| 1{last} s |" in (root / "docs" / "measurements.md").read_text()  # 47 s became 147 s
 
 
 @pytest.mark.parametrize("longer_day", [0, 10])
@@ -286,8 +290,10 @@ def test_the_headroom_table_is_the_room_before_an_agenda_is_refused(longer_day):
         for extra_s, refused in ((room * 60 - 5, False), (room * 60 + 5, True)):
             grown = {**lab, "notebooks": [{**nb, "execution_s": nb["execution_s"] + extra_s}
                                           if nb["stem"][:2] == number else nb for nb in lab["notebooks"]]}
-            try:
-                facts.agendas(ROOT, grown, facts.learner_minutes(ROOT, grown))
+            try:  # the agendas at the English learner times, and at each language's (a translated 00's)
+                for minutes in [facts.learner_minutes(ROOT, grown)] + [
+                        facts.language_minutes(ROOT, grown, language) for language in grown.get("languages", {})]:
+                    facts.agendas(ROOT, grown, minutes)
                 said = False
             except facts.FactsError:
                 said = True

@@ -1,0 +1,183 @@
+"""The language axis (tools/translations.py): a translation is built from its English lesson, kept in step with it,
+timed at its language's reading rate, and held to the same rules.
+
+English is the source of truth: a changed English sentence fails ``--check`` naming the translated cell to update; a
+changed English code cell leaves the translated notebook stale too (its code is the English lesson's); what
+``--facts`` writes into the English prose (a learner time, notebook 00's map) moves no translation.
+"""
+
+import json
+import re
+import subprocess
+import sys
+
+import jupytext
+import lesson_metrics
+import nbformat
+import pytest
+import translations
+
+import build_notebooks
+from repo import ROOT
+from test_sources import _check, _copy_of_the_lab
+
+TRANSLATIONS = translations.translations(ROOT)
+LAB = build_notebooks.lab_config()
+# What each language calls the parts every notebook has (test_sources.py's teaching shape, in that language).
+SHAPE = {"zh-CN": ("你将学到", "时间", "练习", "在你自己的项目中", "要记住的", "思考题", "延伸阅读")}
+CLOSING = {"zh-CN": ("要记住的", "思考题", "延伸阅读")}
+# A translation reads at most this much longer than its English source: the English lesson carries the length cap
+# (test_learner_first.py), and its translation may not grow beyond what translating it costs. Notebook 00 in
+# Chinese: 1.34 times its English reading time at the rates of [tool.lab.pace] and [tool.lab.languages.zh-CN].
+MAX_READING_RATIO = 1.5
+
+
+def _id(path):
+    return path.relative_to(ROOT / "lessons").with_suffix("").as_posix()
+
+
+def _stored(path):
+    return nbformat.read(build_notebooks.target_of(path), as_version=4)
+
+
+def test_there_is_a_chinese_edition_of_notebook_00():
+    assert ROOT / "lessons" / "zh-CN" / "00_start_here.py" in TRANSLATIONS
+    assert build_notebooks.target_of(TRANSLATIONS[0]) == ROOT / "notebooks" / "zh-CN" / "00_start_here.ipynb"
+
+
+@pytest.mark.parametrize("path", TRANSLATIONS, ids=_id)
+def test_a_translation_is_current_and_its_code_is_the_english_lessons(path):
+    assert translations.drift(path, ROOT) == []
+    ours, theirs = _stored(path), _stored(translations.english_of(path))
+    assert [c.cell_type for c in ours.cells] == [c.cell_type for c in theirs.cells]
+    code = [(c.source, c.metadata.get("tags")) for c in ours.cells if c.cell_type == "code"]
+    assert code == [(c.source, c.metadata.get("tags")) for c in theirs.cells if c.cell_type == "code"]
+    assert not [o for c in ours.cells for o in c.get("outputs", []) if o["output_type"] == "error"], path.name
+
+
+@pytest.mark.parametrize("path", TRANSLATIONS, ids=_id)
+def test_a_translation_has_the_teaching_shape_in_its_language(path):
+    prose = "\n".join(c.source for c in _stored(path).cells if c.cell_type == "markdown")
+    for part in SHAPE[translations.language_of(path)]:
+        assert part in prose, f"{_id(path)} lacks '{part}'"
+    headings = [h for h in re.findall(r"^#+\s*(.+?)\s*$", prose, re.M) if h in CLOSING[translations.language_of(path)]]
+    assert headings == list(CLOSING[translations.language_of(path)]), headings
+
+
+@pytest.mark.parametrize("path", TRANSLATIONS, ids=_id)
+def test_a_translations_questions_are_the_english_ones_in_number_and_order(path):
+    """The answer key (INSTRUCTORS.md) answers the English questions; a translated question stands where its English
+    one does, numbered alike, so the key's "NN, question k" answers both."""
+    def numbered(text, heading):
+        section = re.split(rf"^#+\s*{heading}\s*$", text, flags=re.M)[1]
+        section = re.split(r"^#+ ", section, flags=re.M)[0]
+        return re.findall(r"^(\d+)\. ", section, re.M)
+    english = translations.english_of(path).read_text()
+    ours = path.read_text()
+    assert numbered(ours.replace("# ", ""), "思考题") == numbered(english.replace("# ", ""), "Questions") != []
+
+
+@pytest.mark.parametrize("path", TRANSLATIONS, ids=_id)
+def test_a_translation_reads_no_longer_than_its_source_allows(path):
+    pace = LAB["pace"]
+    rate = LAB["languages"][translations.language_of(path)]["characters_per_minute"]
+    ours = lesson_metrics.measure(_stored(path))
+    theirs = lesson_metrics.measure(_stored(translations.english_of(path)))
+    reading = ours["words"] / pace["words_per_minute"] + ours["characters"] / rate
+    assert reading <= MAX_READING_RATIO * theirs["words"] / pace["words_per_minute"], \
+        f"{_id(path)} reads for {reading:.1f} min, over {MAX_READING_RATIO} times its English source: tighten it"
+
+
+def test_characters_and_latin_words_are_counted_apart():
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("`torch.compile` 会删掉这个算子。")])
+    row = lesson_metrics.measure(nb)
+    assert row["characters"] == 7 and row["words"] == 1, row   # 会删掉这个算子 (。 is punctuation); torch.compile
+    assert "characters" not in lesson_metrics.measure(nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_markdown_cell("plain English")]))
+
+
+def test_a_chinese_learner_time_counts_characters_at_the_stated_rate():
+    import facts
+    minutes = facts.translated_minutes(ROOT, LAB, "zh-CN")
+    unrounded = facts.unrounded_minutes(ROOT, LAB)
+    pace, rate = LAB["pace"], LAB["languages"]["zh-CN"]["characters_per_minute"]
+    ours = lesson_metrics.measure(_stored(TRANSLATIONS[0]))
+    english = lesson_metrics.measure(_stored(translations.english_of(TRANSLATIONS[0])))
+    expected = (unrounded["00_start_here"] - english["words"] / pace["words_per_minute"]
+                + ours["words"] / pace["words_per_minute"] + ours["characters"] / rate)
+    assert minutes["00_start_here"] == -(-expected // pace["round_to"]) * pace["round_to"]
+    assert f"**时间**：约 {minutes['00_start_here']} 分钟" in TRANSLATIONS[0].read_text()
+
+
+def test_a_changed_english_sentence_fails_check_naming_the_chinese_cell(tmp_path):
+    root = _copy_of_the_lab(tmp_path)
+    english = root / "lessons" / "00_start_here.py"
+    english.write_text(english.read_text().replace("Eagerly the result is 4.", "Run eagerly, the result is 4."))
+    done = _check(root)
+    assert done.returncode == 1
+    line = next(line for line in done.stdout.splitlines() if line.startswith("lessons/zh-CN/00_start_here.py"))
+    assert "cell 4 (line" in line and "'eager 模式下结果是 4。" in line, line
+    assert "lessons/00_start_here.py line" in line and "Run eagerly, the result is 4." in line, line
+    wanted = re.search(r'its en= to "([0-9a-f]{10})"', line).group(1)
+    assert wanted == translations.english_digest(
+        [c for c in jupytext.read(english).cells if c.cell_type == "markdown"][3].source)
+    assert _check(root, "00").returncode == 1, "a named check too"
+    # the fix the sentence names: the translation's digest updated (its text too, in real life)
+    zh = root / "lessons" / "zh-CN" / "00_start_here.py"
+    old = re.findall(r'en="([0-9a-f]{10})"', zh.read_text())[3]
+    zh.write_text(zh.read_text().replace(f'en="{old}"', f'en="{wanted}"'))
+    after = _check(root).stdout
+    assert "lessons/zh-CN/00_start_here.py" not in after, after   # in step again; only the English notebook is stale
+    assert "00_start_here.ipynb: " in after
+
+
+def test_a_generated_learner_time_moves_no_translation():
+    text = "**Time:** about 20 minutes. <!-- BEGIN map: x -->\n| a | b |\n<!-- END map -->"
+    assert translations.english_digest(text) == translations.english_digest(
+        text.replace("20", "35").replace("| a | b |", "| c | d |"))
+    assert translations.english_digest(text) != translations.english_digest(text.replace("Time", "Times"))
+
+
+def test_a_changed_english_code_cell_leaves_the_chinese_notebook_stale(tmp_path):
+    root = _copy_of_the_lab(tmp_path)
+    english = root / "lessons" / "00_start_here.py"
+    english.write_text(english.read_text().replace("eager_x, compiled_x = torch.ones(3), torch.ones(3)",
+                                                   "eager_x, compiled_x = torch.ones(3), torch.ones(3)  # two copies"))
+    lines = _check(root).stdout.splitlines()
+    assert any(line.startswith("zh-CN/00_start_here.ipynb: 1 cell(s) differ") for line in lines), lines
+    assert any(line.startswith("00_start_here.ipynb: 1 cell(s) differ") for line in lines), lines
+
+
+def test_a_translation_with_a_cell_too_few_or_in_an_unregistered_language_gets_one_sentence(tmp_path):
+    root = _copy_of_the_lab(tmp_path)
+    zh = root / "lessons" / "zh-CN" / "00_start_here.py"
+    zh.write_text(zh.read_text()[:zh.read_text().rindex("# %% [markdown] en=")])   # its last cell gone
+    assert "has 9 prose cells and lessons/00_start_here.py has 10" in _check(root).stdout
+    (root / "lessons" / "fr").mkdir()
+    (root / "lessons" / "fr" / "00_start_here.py").write_text("# %% [markdown]\n# # 00 · Commencer ici\n")
+    assert "lessons/fr/00_start_here.py is in a language pyproject.toml does not register" in _check(root).stdout
+
+
+def test_a_build_refuses_a_stale_translation_and_still_builds_the_english(tmp_path):
+    """Named build of a notebook whose translation drifted: the translation is refused with its sentence (exit 1)."""
+    root = _copy_of_the_lab(tmp_path)
+    english = root / "lessons" / "00_start_here.py"
+    english.write_text(english.read_text().replace("## 3. Tell the truth", "## 3. Say what it does"))
+    sources = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, 'tools'); import build_notebooks; "
+                              "import translations; print([str(p) for p in build_notebooks.select(['00'])]); "
+                              "build_notebooks.built_notebook(build_notebooks.select(['00'])[1])"],
+                             cwd=root, capture_output=True, text=True, timeout=120)
+    assert "zh-CN/00_start_here.py" in sources.stdout
+    assert sources.returncode == 1 and "cell 5 (line" in sources.stderr and "Traceback" not in sources.stderr, \
+        sources.stderr
+
+
+def test_the_chinese_readme_is_linked_and_lists_every_notebook():
+    readme = (ROOT / "README.md").read_text()
+    assert "(README.zh-CN.md)" in readme
+    chinese = (ROOT / "README.zh-CN.md").read_text()
+    assert "(README.md)" in chinese
+    for nb in LAB["notebooks"]:
+        translated = (ROOT / "lessons" / "zh-CN" / f"{nb['stem']}.py").exists()
+        assert f"(notebooks/{'zh-CN/' if translated else ''}{nb['stem']}.ipynb)" in chinese, nb["stem"]
+    assert json.dumps(LAB["languages"]["zh-CN"]["name"], ensure_ascii=False).strip('"') == "简体中文"
