@@ -6,6 +6,10 @@
     python tools/build_notebooks.py --check 02   #   from what its source builds (one line per notebook)
     python tools/build_notebooks.py --facts      # executes nothing: rewrite the repeated facts (below)
 
+A translation, ``lessons/<language>/NN_name.py`` (prose only, each cell keyed to the English cell it translates:
+tools/translations.py), is built after its English notebook into ``notebooks/<language>/NN_name.ipynb``, with the
+English code; ``--check`` checks it too, and names the translated cell an English change left behind.
+
 The lab's repeated facts (the notebook list in README.md, notebook 00's map, INSTRUCTORS.md's timings and
 GPU-room note, the times in docs/measurements.md, the GPU table in docs/maintaining.md; the torch range;
 CHECKED_ON; the version) come from one registry, pyproject.toml's ``[tool.lab]``, and

@@ -3,6 +3,7 @@
     python tools/look.py 02                  # notebook 02 as stored (what GitHub readers and a first open show)
     python tools/look.py 02 --run            # after Run All in a fresh kernel, timed
     python tools/look.py 00 --run --pages 12 --out /tmp/look
+    python tools/look.py zh-CN/00            # a translation (notebooks/zh-CN/)
 
 The lab is served from a copy of this checkout (nothing is saved over it), with the JupyterLab settings
 the lab ships (binder/postBuild), by this Python's jupyter. Screenshots of the notebook panel go to
@@ -66,9 +67,12 @@ def serve(home: pathlib.Path) -> tuple[subprocess.Popen, str]:
 def look(number: str, run: bool, pages: int, out: pathlib.Path, width: int, height: int) -> list[pathlib.Path]:
     from playwright.sync_api import sync_playwright
 
-    notebook = next((p for p in sorted((ROOT / "notebooks").glob(f"{number}_*.ipynb"))), None)
-    if notebook is None:
-        raise SystemExit(f"No notebook {number!r} in notebooks/: give its two-digit number, e.g. 02.")
+    folder, _, number = number.rpartition("/")                    # zh-CN/00: a translation's folder
+    notebook = next((p for p in sorted((ROOT / "notebooks" / folder).glob(f"{number}_*.ipynb"))), None)
+    if notebook is None or not number:
+        raise SystemExit(f"No notebook {number!r} in notebooks/{folder}: give its two-digit number, e.g. 02 "
+                         "(zh-CN/00 for a translation).")
+    name = notebook.relative_to(ROOT / "notebooks").as_posix()
     out.mkdir(parents=True, exist_ok=True)
     shots = []
     with tempfile.TemporaryDirectory(prefix="look-") as home:
@@ -77,8 +81,8 @@ def look(number: str, run: bool, pages: int, out: pathlib.Path, width: int, heig
             with sync_playwright() as p:
                 browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
                 page = browser.new_page(viewport={"width": width, "height": height})
-                page.goto(f"{url}/lab/tree/notebooks/{notebook.name}", timeout=180_000)
-                page.wait_for_function(f"() => {PANEL}?.context?.path === 'notebooks/{notebook.name}'",
+                page.goto(f"{url}/lab/tree/notebooks/{name}", timeout=180_000)
+                page.wait_for_function(f"() => {PANEL}?.context?.path === 'notebooks/{name}'",
                                        timeout=180_000, polling=500)
                 page.evaluate(f"async () => {{ await {PANEL}.context.ready; await {PANEL}.sessionContext.ready; }}")
                 if run:
@@ -93,7 +97,7 @@ def look(number: str, run: bool, pages: int, out: pathlib.Path, width: int, heig
                 page.evaluate(f"() => {{ {scroller}.scrollTop = 0; }}")                 # Run All ends at the bottom
                 page.wait_for_timeout(800)
                 for k in range(pages):
-                    shot = out / f"{number}-page-{k + 1:02d}.png"
+                    shot = out / f"{folder + '-' if folder else ''}{number}-page-{k + 1:02d}.png"
                     page.screenshot(path=str(shot))
                     shots.append(shot)
                     at_end = page.evaluate(f"() => {{ const n = {scroller}; const before = n.scrollTop; "
@@ -110,7 +114,7 @@ def look(number: str, run: bool, pages: int, out: pathlib.Path, width: int, heig
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("notebook", help="its two-digit number, e.g. 02")
+    parser.add_argument("notebook", help="its two-digit number, e.g. 02; zh-CN/00 for a translation")
     parser.add_argument("--run", action="store_true", help="Run All first, in a fresh kernel (timed)")
     parser.add_argument("--pages", type=int, default=8, help="how many screens to take, top down")
     parser.add_argument("--out", type=pathlib.Path, default=pathlib.Path("/tmp/look"))

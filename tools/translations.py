@@ -98,6 +98,11 @@ def drift(translation: pathlib.Path, root: pathlib.Path = ROOT) -> list[str]:
         return [f"{name} translates {english.relative_to(root)}, which does not exist: remove it, or rename it "
                 "after the English lesson it translates"]
     ours, theirs = _markdown(translation), _markdown(english)
+    code = [cell for cell in jupytext.reads(translation.read_text(), fmt="py:percent").cells
+            if cell.cell_type != "markdown" and cell.source.strip()]
+    if code:
+        return [f"{name} has {len(code)} code cell(s) ({_opening(code[0].source)!r}): a translation holds prose "
+                f"only, its code comes from {english.relative_to(root)}; make each cell # %% [markdown] en=\"...\""]
     problems = [f"{name} cell {i + 1} (line {_line_of(translation, i)}) has no en=\"<digest>\" of the English text "
                 f"it translates: open it with # %% [markdown] en=\"{english_digest(theirs[i].source)}\""
                 for i, cell in enumerate(ours)

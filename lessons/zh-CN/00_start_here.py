@@ -1,8 +1,7 @@
 # %% [markdown] en="b940558d0a"
 # # 00 · 从这里开始：自定义算子遇上 `torch.compile`
 #
-# 自定义算子可以对编译器撒个小谎，编译后的程序就会悄悄算出别的结果：不报错，也不警告。本笔记本带你亲眼看它发生、
-# 找到发生在哪一步，再把它修好。
+# 自定义算子可以对编译器撒个小谎，编译后的程序就会悄悄算出别的结果：不报错，也不警告。本笔记本带你亲眼看它发生、找到发生在哪一步，再把它修好。
 #
 # **你将学到**
 # - `mutates_args` 向编译器承诺了什么，违背承诺又会怎样；
@@ -16,8 +15,7 @@
 # %% [markdown] en="1a19ff1caa"
 # ## 1. 藏着秘密的算子
 #
-# `torch.library.custom_op` 把一个 Python 函数注册为算子，在编译器眼里它是一个不透明的步骤。它原地修改哪些参数，必须在
-# `mutates_args` 里写明。下面这个算子原地给 `x` 加 1，却声明自己什么都不改；一个列表记录它的 kernel 实际运行了几次：
+# `torch.library.custom_op` 把一个 Python 函数注册为算子，在编译器眼里它是一个不透明的步骤。它原地修改哪些参数，必须在 `mutates_args` 里写明。下面这个算子原地给 `x` 加 1，却声明自己什么都不改；一个列表记录它的 kernel 实际运行了几次：
 
 # %% [markdown] en="9416b8d075"
 # 调用之后再用 `x`。同一个函数以 eager 和编译两种方式各跑一遍，各用一份 `x`：
@@ -27,13 +25,10 @@
 #
 # ## 2. 调用去哪儿了？
 #
-# `torch.compile` 分三个阶段。**Dynamo** 读取你的 Python 代码，记录成一张图。**AOTAutograd** 把图改写成纯函数式的形式，
-# 并删掉没人用到的部分（即*死代码消除*）。**Inductor** 根据剩下的部分生成代码。本实验的辅助包 `labkit` 保留了每个阶段的图。
-# `labkit.declare` 是同一个 `custom_op` 的简写，`torch_source()` 把它还原成纯 torch 写法打印出来：
+# `torch.compile` 分三个阶段。**Dynamo** 读取你的 Python 代码，记录成一张图。**AOTAutograd** 把图改写成纯函数式的形式，并删掉没人用到的部分（即*死代码消除*）。**Inductor** 根据剩下的部分生成代码。本实验的辅助包 `labkit` 保留了每个阶段的图。`labkit.declare` 是同一个 `custom_op` 的简写，`torch_source()` 把它还原成纯 torch 写法打印出来：
 
 # %% [markdown] en="4be5516063"
-# Dynamo 记录了这次调用。随后 AOTAutograd 看到一个不返回值、按声明也不修改任何东西的算子：一个没人需要的节点。
-# 它删掉了这个节点，Inductor 也就从未调用它。（笔记本 02 会展示结果*确实*被用到的算子，以及读到过期 `x` 的编译代码。）
+# Dynamo 记录了这次调用。随后 AOTAutograd 看到一个不返回值、按声明也不修改任何东西的算子：一个没人需要的节点。它删掉了这个节点，Inductor 也就从未调用它。（笔记本 02 会展示结果*确实*被用到的算子，以及读到过期 `x` 的编译代码。）
 #
 # ## 3. 说实话
 #
@@ -44,8 +39,7 @@
 #
 # ## 练习：有两个参数的算子
 #
-# `nb00::fill(x, scratch)` 写入 `scratch`，只读取 `x`。它的 `mutates_args` 应该是什么？按 `custom_op` 接受的形式作答：
-# 参数名组成的元组，例如 `("a", "b")`。检查之前先预测：这里写成 `("x",)`，编译结果会和 eager 不一致吗？
+# `nb00::fill(x, scratch)` 写入 `scratch`，只读取 `x`。它的 `mutates_args` 应该是什么？按 `custom_op` 接受的形式作答：参数名组成的元组，例如 `("a", "b")`。检查之前先预测：这里写成 `("x",)`，编译结果会和 eager 不一致吗？
 
 # %% [markdown] en="c40060fcfa"
 # ## 在你自己的项目中
@@ -53,8 +47,7 @@
 # 以上都不依赖 labkit。**`torch.library.opcheck`** 用示例输入运行 kernel，它的 `test_schema` 能发现未声明的写入：
 
 # %% [markdown] en="1575c2bbc4"
-# **`TORCH_LOGS`** 会打印每个阶段的图：`TORCH_LOGS="graph_code,aot_graphs" python my_script.py`。在笔记本里，
-# `labkit.torch_logs` 捕获同样的日志，供单元格读取：
+# **`TORCH_LOGS`** 会打印每个阶段的图：`TORCH_LOGS="graph_code,aot_graphs" python my_script.py`。在笔记本里，`labkit.torch_logs` 捕获同样的日志，供单元格读取：
 
 # %% [markdown] en="e5b1dba286"
 # ## 要记住的
@@ -75,27 +68,25 @@
 #
 # | 笔记本 | 要点 | 时间 |
 # |---|---|---|
-# | **00 · 从这里开始**（本篇） | 第一个静默 bug：调用在哪一步消失，以及怎么修 | 20 分钟 |
-# | 01 · 自定义算子与编译流水线（英文） | `custom_op`、fake kernel、`opcheck`；Dynamo → AOTAutograd → Inductor；`TORCH_TRACE` 与 `tlparse` | 35 分钟 |
-# | 02 · `mutates_args`（英文） | 声明改变了什么，每种错误的声明各会怎样 | 35 分钟 |
-# | 03 · 别名与视图（英文） | 在视图上原地修改的算子；为什么输出不能是输入的别名；`x.add_(1); return x` | 25 分钟 |
-# | 04 · 算子名与编译缓存（英文） | 算子名就是它的身份；过期的编译缓存，以及如何给它设缓存键 | 40 分钟 |
-# | 05 · 死代码消除与动态形状（英文） | 谁删掉了算子，什么能让它留下，静态与动态形状 | 40 分钟 |
-# | 06 · 实战指南（英文） | 可运行的检查清单、常见误解与事实、`labkit doctor` | 45 分钟 |
-# | 07 · 数据相关的形状（英文） | unbacked 尺寸、`fullgraph`、`int` 与 `SymInt`、`recompile_limit` | 40 分钟 |
-# | 08 · 用自定义算子训练（英文） | `register_autograd`、`opcheck` 与 `gradcheck`、反向图 | 45 分钟 |
-# | 09 · 为 GPU kernel 写自定义算子（英文） | `triton_op`、缓存键、CUDA Graphs、`Tag.out`、重新原地化 | 40 分钟 |
-# | 10 · 形状之外（英文） | C++ 风格的注册、错误的 dtype 与 stride、布局标签、autocast、标量参数 | 60 分钟 |
-# | 11 · 交付自定义算子：export、AOTInductor、profiler（英文） | `torch.export`、AOTInductor 包、profiler、每次调用的开销 | 35 分钟 |
-# | 12 · 选哪种封装：一个 kernel，五种边界（英文） | kernel 外面包哪种边界：被追踪、不透明还是图中断，以及每次调用的开销 | 35 分钟 |
+# | **00 · 从这里开始**（本篇） | 第一个静默 bug：调用在哪一步消失，以及怎么修 | 20 min |
+# | 01 · 自定义算子与编译流水线（英文） | `custom_op`、fake kernel、`opcheck`；Dynamo → AOTAutograd → Inductor；`TORCH_TRACE` 与 `tlparse` | 35 min |
+# | 02 · `mutates_args`（英文） | 声明改变了什么，每种错误的声明各会怎样 | 35 min |
+# | 03 · 别名与视图（英文） | 在视图上原地修改的算子；为什么输出不能是输入的别名；`x.add_(1); return x` | 25 min |
+# | 04 · 算子名与编译缓存（英文） | 算子名就是它的身份；过期的编译缓存，以及如何给它设缓存键 | 40 min |
+# | 05 · 死代码消除与动态形状（英文） | 谁删掉了算子，什么能让它留下，静态与动态形状 | 40 min |
+# | 06 · 实战指南（英文） | 可运行的检查清单、常见误解与事实、`labkit doctor` | 45 min |
+# | 07 · 数据相关的形状（英文） | unbacked 尺寸、`fullgraph`、`int` 与 `SymInt`、`recompile_limit` | 40 min |
+# | 08 · 用自定义算子训练（英文） | `register_autograd`、`opcheck` 与 `gradcheck`、反向图 | 45 min |
+# | 09 · 为 GPU kernel 写自定义算子（英文） | `triton_op`、缓存键、CUDA Graphs、`Tag.out`、重新原地化 | 40 min |
+# | 10 · 形状之外（英文） | C++ 风格的注册、错误的 dtype 与 stride、布局标签、autocast、标量参数 | 60 min |
+# | 11 · 交付自定义算子：export、AOTInductor、profiler（英文） | `torch.export`、AOTInductor 包、profiler、每次调用的开销 | 35 min |
+# | 12 · 选哪种封装：一个 kernel，五种边界（英文） | kernel 外面包哪种边界：被追踪、不透明还是图中断，以及每次调用的开销 | 35 min |
 #
 # <!-- END map -->
 #
 # ## labkit 会在你的 Jupyter 内核里改动什么
 #
-# `import labkit` 不改动 torch 的任何东西。`labkit.setup()` 把每个自定义算子声明的哈希加进 torch 的编译缓存键，
-# 改过的声明就不会取回过期的编译产物（笔记本 04），它也会如实告诉你。`labkit.compile_and_compare` 在输入的副本上
-# 编译你函数的一份新拷贝，默认 `backend="aot_eager"`、`dynamic=False`，不用磁盘缓存；你自己编译过的函数依然是编译好的。
+# `import labkit` 不改动 torch 的任何东西。`labkit.setup()` 把每个自定义算子声明的哈希加进 torch 的编译缓存键，改过的声明就不会取回过期的编译产物（笔记本 04），它也会如实告诉你。`labkit.compile_and_compare` 在输入的副本上编译你函数的一份新拷贝，默认 `backend="aot_eager"`、`dynamic=False`，不用磁盘缓存；你自己编译过的函数依然是编译好的。
 
 # %% [markdown] en="2418fa88af"
 # ## 延伸阅读

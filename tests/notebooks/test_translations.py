@@ -8,8 +8,10 @@ changed English code cell leaves the translated notebook stale too (its code is 
 
 import json
 import re
+import string
 import subprocess
 import sys
+import unicodedata
 
 import jupytext
 import lesson_metrics
@@ -88,6 +90,42 @@ def test_a_translation_reads_no_longer_than_its_source_allows(path):
         f"{_id(path)} reads for {reading:.1f} min, over {MAX_READING_RATIO} times its English source: tighten it"
 
 
+# A line of prose that ends in a Chinese character or punctuation, continued on the next line: Markdown joins the two
+# with a space, which Chinese text does not have ("发生、 找到"). A paragraph is one line in a translation.
+CJK_END = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]$")
+BLOCK = re.compile(r"^(#{1,6} |[-*] |\d+\. |\||<!--|$)")
+
+
+def _punctuation(char: str) -> bool:
+    return char in string.punctuation or unicodedata.category(char).startswith("P")
+
+
+def _unclosed_bold(line: str) -> list[int]:
+    """Where a line's closing ** cannot close (CommonMark: not right-flanking when it follows punctuation and a
+    letter follows it, as in **时间：**约), pairing the **s of the line in order."""
+    marks = [m.start() for m in re.finditer(r"\*\*", line)][1::2]
+    return [at for at in marks if _punctuation(line[at - 1]) and at + 2 < len(line)
+            and not line[at + 2].isspace() and not _punctuation(line[at + 2])]
+
+
+@pytest.mark.parametrize("path", TRANSLATIONS, ids=_id)
+def test_a_translations_paragraphs_render_without_stray_spaces_or_broken_bold(path):
+    found = []
+    for number, cell in enumerate(c for c in _stored(path).cells if c.cell_type == "markdown"):
+        lines = cell.source.splitlines()
+        found += [f"cell {number}: {a[-20:]!r} + {b[:20]!r} joins with a space: make the paragraph one line"
+                  for a, b in zip(lines, lines[1:]) if CJK_END.search(a) and not BLOCK.match(b)]
+        found += [f"cell {number}: {line[max(0, at - 12):at + 4]!r} does not close its bold: put the punctuation "
+                  "after the ** (or a space after it)" for line in lines for at in _unclosed_bold(line)]
+    assert not found, "\n".join(found)
+
+
+def test_the_bold_rule_reads_commonmark_as_jupyterlab_renders_it():
+    assert _unclosed_bold("**时间：**约 20") and _unclosed_bold("**`opcheck`**用")
+    assert not _unclosed_bold("**时间**：约") and not _unclosed_bold("**`opcheck`** 用")
+    assert not _unclosed_bold("一次也**没有**运行。**Dynamo** 读取，**AOTAutograd** 改写")
+
+
 def test_characters_and_latin_words_are_counted_apart():
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("`torch.compile` 会删掉这个算子。")])
     row = lesson_metrics.measure(nb)
@@ -156,6 +194,23 @@ def test_a_translation_with_a_cell_too_few_or_in_an_unregistered_language_gets_o
     (root / "lessons" / "fr").mkdir()
     (root / "lessons" / "fr" / "00_start_here.py").write_text("# %% [markdown]\n# # 00 · Commencer ici\n")
     assert "lessons/fr/00_start_here.py is in a language pyproject.toml does not register" in _check(root).stdout
+
+
+def test_a_translation_with_code_is_refused_in_one_sentence(tmp_path):
+    root = _copy_of_the_lab(tmp_path)
+    zh = root / "lessons" / "zh-CN" / "00_start_here.py"
+    zh.write_text(zh.read_text() + "\n# %%\nprint('mine')\n")
+    said = [line for line in _check(root).stdout.splitlines() if line.startswith("lessons/zh-CN/00_start_here.py")]
+    assert len(said) == 1 and "holds prose only" in said[0] and "print('mine')" in said[0], said
+
+
+@pytest.mark.parametrize("path", TRANSLATIONS, ids=_id)
+def test_a_translation_names_issues_only_under_further_reading(path):
+    """test_learner_first.py's rule (i), in the translation's prose: a bug is named in words, linked at the end."""
+    from test_learner_first import ISSUE
+    prose = "\n".join(c.source for c in _stored(path).cells if c.cell_type == "markdown")
+    before_reading = re.split(r"^#+\s*延伸阅读", prose, flags=re.M)[0]
+    assert not ISSUE.findall(before_reading), ISSUE.findall(before_reading)
 
 
 def test_a_build_refuses_a_stale_translation_and_still_builds_the_english(tmp_path):
