@@ -205,6 +205,10 @@ def drop_live_widget_views(nb) -> None:
 
 
 def build(source: pathlib.Path) -> pathlib.Path:
+    """Execute the notebook a source builds and store it; TranslationError (one sentence) for a translation whose
+    language is not registered or whose prose is stale."""
+    if language(source) and translations.language_problem(source, lab_config()):
+        raise translations.TranslationError(translations.language_problem(source, lab_config()))
     nb = built_notebook(source)
     target = target_of(source)
     target.parent.mkdir(exist_ok=True)
@@ -225,6 +229,11 @@ def difference(source: pathlib.Path) -> str | None:
     """One line naming how the stored notebook differs from what its source builds, or None."""
     target = target_of(source)
     shown = target.relative_to(NOTEBOOKS).as_posix()   # zh-CN/00_start_here.ipynb for a translation
+    if language(source):   # what keeps a translation from building comes first: its language, its drift
+        problem = translations.language_problem(source, lab_config())
+        problems = [problem] if problem else translations.drift(source, ROOT)
+        if problems:
+            return "\n".join(problems)
     if not target.exists():
         return f"{shown} is missing: build it with python tools/build_notebooks.py {source.stem[:2]}"
     try:
@@ -334,7 +343,8 @@ def main(argv: list[str] | None = None) -> int:
         except translations.TranslationError as stale:  # the English one is built; this translation is not
             print(f"not built: {target_of(source).relative_to(ROOT)}\n{stale}", file=sys.stderr)
             failed = 1
-    if failed:
+    if failed:   # the facts of what was built are written all the same
+        write_facts(strict=False)
         return 1
     # again after executing: docs/measurements.md's lesson metrics count the notebooks just stored
     return write_facts(strict=not args.notebooks)

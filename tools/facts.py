@@ -189,8 +189,10 @@ def headroom(root: pathlib.Path, lab: dict) -> list[str]:
     """docs/maintaining.md's table: how much longer each notebook of a workshop agenda may grow before an agenda's
     buffer falls under min_buffer and ``--facts`` refuses the build. A notebook's learner time is rounded up to
     round_to minutes, so what is left is the room to its next step, plus a whole step for each step of buffer an
-    agenda has above its floor (the least over the agendas it is in, and over the languages: a translated notebook
-    has its own learner time, and the agendas hold in every language)."""
+    agenda has above its floor (the least over the agendas it is in). A translated notebook has its own learner time
+    and the agendas hold in every language: where a translation has less room, the row says so in its characters;
+    the words are the English prose's room (it does not move a translation's time), the code lines the least room
+    (code and execution move every language's time)."""
     pace = lab["pace"]
     exact = unrounded_minutes(root, lab)
     rooms = {"": _room(lab, exact)}
@@ -199,11 +201,15 @@ def headroom(root: pathlib.Path, lab: dict) -> list[str]:
     lines = ["", "| notebook | learner time (unrounded) | room before an agenda's buffer falls under its floor | "
              "as prose words | or as visible code lines |", "|---|---|---|---|---|"]
     for stem in sorted(rooms[""]):
-        language, left = min(((lang, room[stem]) for lang, room in rooms.items()), key=lambda item: item[1])
-        limited = f" (in {language})" if language else ""
+        # English prose does not move a translation's time (its own prose does), while code and execution move both
+        least = min(room[stem] for room in rooms.values())
+        limits = [f"{language}: {room[stem]:.1f} min, "
+                  f"{int(room[stem] * lab['languages'][language]['characters_per_minute'])} characters"
+                  for language, room in rooms.items() if language and room[stem] < rooms[""][stem]]
+        shown = f"{rooms[''][stem]:.1f} min" + (f" ({'; '.join(limits)})" if limits else "")
         lines.append(f"| {stem[:2]} | {exact[stem]:.1f} min ({_rounded_up(exact, pace['round_to'])[stem]}) | "
-                     f"{left:.1f} min{limited} | {int(left * pace['words_per_minute'])} | "
-                     f"{int(left * pace['code_lines_per_minute'])} |")
+                     f"{shown} | {int(rooms[''][stem] * pace['words_per_minute'])} | "
+                     f"{int(least * pace['code_lines_per_minute'])} |")
     return lines + [""]
 
 
@@ -540,7 +546,7 @@ def expected(root: pathlib.Path = ROOT) -> dict[str, tuple[str, str]]:
     project = pyproject(root)
     lab = project["tool"]["lab"]
     incomplete = [p for p in registry_problems(root) if " lacks " in p or "not in the order" in p
-                  or " unknown key " in p]
+                  or " unknown key " in p or " must hold " in p]
     if incomplete:
         raise FactsError("\n".join(incomplete))
     stems = [nb["stem"] for nb in lab.get("notebooks", [])]

@@ -33,6 +33,9 @@ from repo import ROOT
 GENERATED_REGION = re.compile(r"<!-- BEGIN ([\w-]+):.*?<!-- END \1 -->", re.S)
 TIME_LINE = re.compile(r"(\*\*Time:\*\* about )\d+( minutes)")
 DIGEST = re.compile(r"^[0-9a-f]{10}$")
+# What a language's [tool.lab.languages.<code>] must give: the build and --facts write its prose from these.
+REQUIRED = ("name", "readme", "contents", "characters_per_minute", "all_notebooks", "in_english", "time_line",
+            "map_columns", "this_one", "minutes")
 
 
 class TranslationError(SystemExit):
@@ -108,9 +111,15 @@ def drift(translation: pathlib.Path, root: pathlib.Path = ROOT) -> list[str]:
                 for i, cell in enumerate(ours)
                 if i < len(theirs) and not DIGEST.match(str(cell.metadata.get("en", "")))]
     if len(ours) != len(theirs):
+        first = next((i for i, (mine, source) in enumerate(zip(ours, theirs))
+                      if mine.metadata.get("en") != english_digest(source.source)), min(len(ours), len(theirs)))
+        where = (f"the first that differs: cell {first + 1} (line {_line_of(translation, first)}"
+                 + (f", {_opening(ours[first].source)!r}" if first < len(ours) else "")
+                 + f"), beside {english.relative_to(root)} line {_line_of(english, first)}"
+                 + (f", {_opening(theirs[first].source)!r}" if first < len(theirs) else ""))
         return problems + [
             f"{name} has {len(ours)} prose cells and {english.relative_to(root)} has {len(theirs)}: a translation has "
-            "one cell per English markdown cell, in the same order; add or remove the cells that differ"]
+            f"one cell per English markdown cell, in the same order ({where})"]
     for i, (mine, source) in enumerate(zip(ours, theirs)):
         wanted = english_digest(source.source)
         if DIGEST.match(str(mine.metadata.get("en", ""))) and mine.metadata["en"] != wanted:
@@ -129,8 +138,26 @@ def translated_markdown(translation: pathlib.Path, root: pathlib.Path = ROOT) ->
     return [cell.source for cell in _markdown(translation)]
 
 
+def language_problem(translation: pathlib.Path, lab: dict) -> str | None:
+    """Why a translation's language cannot be built (not registered, or its table lacks what the build writes its
+    prose from), in one sentence; None when it can."""
+    code, table = language_of(translation), languages(lab).get(language_of(translation))
+    if table is None:
+        return (f"lessons/{code}/{translation.name} is in a language pyproject.toml does not register: add "
+                f"[tool.lab.languages.{code}] ({', '.join(REQUIRED)}; titles and short_ideas)")
+    missing = [key for key in REQUIRED if key not in table]
+    if missing:
+        return (f"pyproject.toml's [tool.lab.languages.{code}] lacks {', '.join(missing)}: the build writes its "
+                "prose from them")
+    for key in ("time_line", "minutes"):
+        if str(table[key]).count("{minutes}") != 1:
+            return (f"pyproject.toml's [tool.lab.languages.{code}] {key} must hold {{minutes}} once, where the "
+                    "number goes")
+    return None
+
+
 def registry_problems(lab: dict, stems: list[str], root: pathlib.Path = ROOT) -> list[str]:
-    """One sentence per translation whose language pyproject does not register, per translation of no English
+    """One sentence per translation whose language cannot be built (language_problem), per translation of no English
     lesson, or per title of a notebook pyproject does not register."""
     found = []
     registered = languages(lab)
@@ -138,14 +165,12 @@ def registry_problems(lab: dict, stems: list[str], root: pathlib.Path = ROOT) ->
         if not english_of(translation).exists():
             found.append(f"{translation.relative_to(root)} translates lessons/{translation.name}, which does not "
                          "exist: remove it, or rename it after the English lesson it translates")
-        elif language_of(translation) not in registered:
-            found.append(f"{translation.relative_to(root)} is in a language pyproject.toml does not register: add "
-                         f"[tool.lab.languages.{language_of(translation)}] (name, readme, characters_per_minute, "
-                         "titles, short_ideas)")
+        elif language_problem(translation, lab):
+            found.append(language_problem(translation, lab))
     for code, table in registered.items():   # a notebook no language names yet has its English title, marked
         for key in ("titles", "short_ideas"):
             unknown = [s for s in table.get(key, {}) if s not in stems]
             if unknown:
                 found.append(f"pyproject.toml's [tool.lab.languages.{code}.{key}] names {', '.join(unknown)}, "
                              "which no [[tool.lab.notebooks]] registers")
-    return found
+    return list(dict.fromkeys(found))

@@ -212,11 +212,17 @@ def test_a_translated_notebook_is_reset_by_its_languages_folder_and_the_number_a
     assert chinese_path.returncode == 0 and chinese.read_bytes() == published[0], chinese_path.stderr
     chinese.unlink()
     assert _lab(lab_copy, "reset").returncode == 0 and chinese.read_bytes() == published[0], "all: a translation too"
+    shutil.rmtree(chinese.parent)                                   # the language's whole folder deleted
+    done = _lab(lab_copy, "reset", "zh-CN/00")
+    assert done.returncode == 0 and "had been deleted" in done.stdout and chinese.read_bytes() == published[0]
+    full = _lab(lab_copy, "reset", str(english))                    # a full path, as a terminal's tab gives it
+    assert full.returncode == 0 and "Restored 00_start_here.ipynb" in full.stdout + full.stderr or \
+        "already as published" in full.stdout, full.stdout + full.stderr
 
 
 def test_an_unknown_name_lists_the_translations_too(lab_copy):
     _committed(lab_copy)
-    for unknown in ("zh-CN/07", "fr/00", "zh-CN"):
+    for unknown in ("zh-CN/07", "fr-FR/00", "zh-CN"):
         done = _lab(lab_copy, "reset", unknown)
         assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
         assert "(in another language: zh-CN/00)" in done.stderr and "(00 to " in done.stderr, done.stderr

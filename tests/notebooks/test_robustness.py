@@ -2,7 +2,7 @@
 
 Run All twice: ``./lab test`` runs every code cell of each notebook a second time after its last, in the kernel
 nbval started for it (tests/conftest.py, ``RunAllAgainCell``); the tests below check that this covers all thirteen and
-that a cell which fails only on its second run fails the suite.
+the translations, and that a cell which fails only on its second run fails the suite.
 """
 
 import json
@@ -18,6 +18,10 @@ from repo import ROOT
 
 NOTEBOOKS = [ROOT / "notebooks" / f"{source.stem}.ipynb"
              for source in sorted((ROOT / "lessons").glob("[0-9][0-9]_*.py"))]
+# The translations (notebooks/zh-CN/): run twice by the suite like the rest; their code is the English notebook's,
+# so the one-kernel test below runs the English ones only.
+TRANSLATED = [ROOT / "notebooks" / source.parent.name / f"{source.stem}.ipynb"
+              for source in sorted((ROOT / "lessons").glob("*/[0-9][0-9]_*.py"))]
 
 
 def _errors(cell) -> list[str]:
@@ -42,13 +46,14 @@ def test_the_suite_runs_every_notebook_twice_each_in_its_own_kernel():
     worker); ./lab quick (-m "not slow") leaves the second runs out."""
     ids = _collect("notebooks", "tests/notebooks/test_robustness.py")
     quick = _collect("notebooks", "tests/notebooks/test_robustness.py", "-m", "not slow")
-    assert len(NOTEBOOKS) == len(list((ROOT / "lessons").glob("[0-9][0-9]_*.py"))) >= 13
-    for path in NOTEBOOKS:
+    assert len(NOTEBOOKS) == len(list((ROOT / "lessons").glob("[0-9][0-9]_*.py"))) >= 13 and TRANSLATED
+    for path in NOTEBOOKS + TRANSLATED:
         code_cells = sum(cell["cell_type"] == "code" for cell in json.loads(path.read_text())["cells"])
-        mine = [i.split("::", 1)[1] for i in ids if i.startswith(f"notebooks/{path.name}::")]
+        name = path.relative_to(ROOT).as_posix()
+        mine = [i.split("::", 1)[1] for i in ids if i.startswith(f"{name}::")]
         first = [f"Cell {n}" for n in range(code_cells)]
-        assert mine == first + [f"{cell} (Run All again)" for cell in first], f"{path.name}: {mine}"
-        assert [i.split("::", 1)[1] for i in quick if i.startswith(f"notebooks/{path.name}::")] == first, path.name
+        assert mine == first + [f"{cell} (Run All again)" for cell in first], f"{name}: {mine}"
+        assert [i.split("::", 1)[1] for i in quick if i.startswith(f"{name}::")] == first, name
 
 
 @pytest.mark.slow  # a pytest run in a child process, with a kernel
