@@ -230,9 +230,14 @@ def test_a_translation_with_a_cell_too_few_or_in_an_unregistered_language_gets_o
     zh = root / "lessons" / "zh-CN" / "00_start_here.py"
     zh.write_text(zh.read_text()[:zh.read_text().rindex("# %% [markdown] en=")])   # its last cell gone
     assert "has 9 prose cells and lessons/00_start_here.py has 10" in _check(root).stdout
-    (root / "lessons" / "fr").mkdir()
-    (root / "lessons" / "fr" / "00_start_here.py").write_text("# %% [markdown]\n# # 00 · Commencer ici\n")
-    assert "lessons/fr/00_start_here.py is in a language pyproject.toml does not register" in _check(root).stdout
+    (root / "lessons" / "fr").mkdir()   # a whole translation, in step with the English, of no registered language
+    (root / "lessons" / "fr" / "00_start_here.py").write_text(
+        (ROOT / "lessons" / "zh-CN" / "00_start_here.py").read_text())
+    done = _check(root)
+    assert "lessons/fr/00_start_here.py is in a language pyproject.toml does not register" in done.stdout
+    assert "Traceback" not in done.stdout + done.stderr, done.stderr
+    named = _check(root, "00")
+    assert "lessons/fr/00_start_here.py is in a language" in named.stdout and "Traceback" not in named.stderr
 
 
 def test_a_translation_with_code_is_refused_in_one_sentence(tmp_path):
