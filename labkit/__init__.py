@@ -83,6 +83,8 @@ with _CtrlCWhileStarting():
     from .render import show, summary, text  # noqa: E402
     from .views import show_gpu_recording  # noqa: E402
     from .errors import TorchError  # noqa: E402
+    from . import language  # noqa: E402
+    from .language import use_language  # noqa: E402 - labkit.use_language("zh-CN"): what labkit says, in Chinese
     from .stages import StageReport, compile_and_compare  # noqa: E402
 
     recordings.listen()  # which GPU cells' code ran (IPython's hooks; nothing in torch)
@@ -101,7 +103,7 @@ __version__ = "0.1.0"
 __all__ = [
     "OpSpec", "declare", "drop", "drop_namespace", "scoped", "name_problem", "LabOpError", "StaleOpError",
     "compile_and_compare", "torch_logs", "StageReport", "TorchError", "show", "summary", "text", "draw_fate", "setup",
-    "show_gpu_recording", "recordings",
+    "show_gpu_recording", "recordings", "use_language", "language",
     "audit", "auditing", "cache", "cache_demo", "checks", "env", "exercises", "experiments", "naming", "ops", "render",
     "views", "stages", "warmup", "widgets", "pictures", "doctor", "boundaries", "charts", "TorchTooOld", "check_torch",
 ]

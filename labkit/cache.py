@@ -35,6 +35,7 @@ import torch
 from .describe import brief
 from . import _torch as internals
 from . import ops
+from .language import say
 from .lessons import notebook_about
 
 POLICIES = ("fingerprinted", "default", "isolated", "disabled")
@@ -149,16 +150,16 @@ def _hook(active: bool) -> None:
 def enable() -> str:
     """Turn on the ``"fingerprinted"`` policy (``labkit.setup()`` calls this); return one line saying so."""
     set_policy("fingerprinted")
-    line = ("compile caches: labkit makes torch.compile compile afresh once an op's declaration changes, where "
-            "torch alone may reuse code compiled for the old one (notebook "
-            f"{notebook_about('compile caches').number}); labkit.cache.set_policy('default') turns this off.")
+    line = say("compile caches: labkit makes torch.compile compile afresh once an op's declaration changes, where "
+               "torch alone may reuse code compiled for the old one (notebook {number}); "
+               "labkit.cache.set_policy('default') turns this off.", number=notebook_about('compile caches').number)
     if _state["user_tag"]:
-        line += (f" It adds a hash of the declarations to your torch.compiler.config.cache_key_tag "
-                 f"({_state['user_tag']!r}), which it keeps.")
+        line += say(" It adds a hash of the declarations to your torch.compiler.config.cache_key_tag ({tag}), which "
+                    "it keeps.", tag=repr(_state["user_tag"]))
     if not _state["key_pass"]:
-        line += (" Your own post_grad_custom_post_pass is kept, so torch.compiler.config.cache_key_tag alone "
-                 "carries labkit's hash of the declarations: after torch.compiler.reset(), call "
-                 "labkit.cache.refresh() before compiling again.")
+        line += say(" Your own post_grad_custom_post_pass is kept, so torch.compiler.config.cache_key_tag alone "
+                    "carries labkit's hash of the declarations: after torch.compiler.reset(), call "
+                    "labkit.cache.refresh() before compiling again.")
     return line
 
 

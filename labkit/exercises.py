@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from .describe import brief
+from .language import say
 
 UNANSWERED = ...  # the placeholder exercise cells start with
 EDIT = "edit the answer cell above (replace its ...), run it, then run this cell again"
@@ -22,7 +23,7 @@ EDIT = "edit the answer cell above (replace its ...), run it, then run this cell
 def answered(value: Any, where: str = EDIT) -> bool:
     """False, with one sentence saying which cell to edit, while ``value`` is still the ``...`` placeholder."""
     if value is UNANSWERED or (isinstance(value, dict) and any(v is UNANSWERED for v in value.values())):
-        print(f"✎ Not answered yet: {where}.")
+        print("✎ " + say("Not answered yet: {where}.", where=say(where)))
         return False
     return True
 
@@ -37,7 +38,7 @@ def check(passed: bool, success: str, hint: str) -> bool:
         raise TypeError(f"check(passed, success, hint) takes two sentences (str) after passed, "
                         f"not {type(success).__name__} and {type(hint).__name__}.")
     passed = _truth(passed)
-    print(("✔ " + success) if passed else ("✘ Not yet. " + hint))
+    print(("✔ " + say(success)) if passed else ("✘ " + say("Not yet.") + " " + say(hint)))
     return passed
 
 
@@ -52,7 +53,8 @@ def choice(answer: Any, allowed, name: str = "the answer") -> str | None:
     word = _meant(answer, allowed)
     if word is None:
         listed = ", ".join(repr(w) for w in _spellings(allowed))
-        print(f"✘ {name} is {brief(answer)}: answer one of {listed}.")
+        print("✘ " + say("{name} is {answer}: answer one of {listed}.", name=say(name), answer=brief(answer),
+                         listed=listed))
     return word
 
 

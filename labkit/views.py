@@ -16,6 +16,7 @@ import html
 from . import pictures, recordings
 from .render import (CELL_STYLE, COLOURS, NUMBER_STYLE, REMOVED, STAGE_NAMES, and_list, ran_mark, removal_tone,
                      require_report, stage_marks, to_html)
+from .language import say
 from .stages import StageReport
 
 
@@ -86,9 +87,10 @@ def changes_html(controls: list[tuple[str, object, object]], before: dict[str, s
     flipped = "; ".join(f"{name}: {old!s} → {new!s}" for name, old, new in controls)
     moved = [f"{html.escape(key)}: {html.escape(before[key])} → <b>{html.escape(value)}</b>"
              for key, value in after.items() if key in before and before[key] != value]
-    said = "; ".join(moved) if moved else "nothing else changed"
+    said = "; ".join(moved) if moved else html.escape(say("nothing else changed"))
     return (f"<div style='white-space:normal;border-left:4px solid #e6a700;background:#fff8e1;padding:3px 8px;"
-            f"margin:4px 0'><b>Since the previous state</b> ({html.escape(flipped)}): {said}.</div>")
+            f"margin:4px 0'><b>{html.escape(say('Since the previous state'))}</b> ({html.escape(flipped)}): {said}."
+            "</div>")
 
 
 def naming_html(result, story: str) -> str:
@@ -152,10 +154,29 @@ def fate_picture_html(report: StageReport, op_name: str, headline: tuple[str, st
 
 # --- the widgets' views: labkit.widgets wires controls, these draw -----------------------------------------
 
-COMPILING_HTML = "<i>⏳ compiling this state for the first time…</i>"
-COMPUTED_NOW_HTML = "<i>computed now (seen states come back instantly)</i>"
-INTERRUPTED_HTML = ("<p style='color:#b00020'><b>Interrupted</b> (Ctrl-C / the stop button) before "
-                    "this state finished compiling: change a control to compute again.</p>")
+COMPILING = "⏳ compiling this state for the first time…"
+COMPUTED_NOW = "computed now (seen states come back instantly)"
+INTERRUPTED = ("Interrupted", "(Ctrl-C / the stop button) before this state finished compiling: change a control to "
+                              "compute again.")
+
+
+def compiling_html() -> str:
+    """The status line while a state compiles, in the language labkit speaks."""
+    return f"<i>{html.escape(say(COMPILING))}</i>"
+
+
+def computed_now_html() -> str:
+    return f"<i>{html.escape(say(COMPUTED_NOW))}</i>"
+
+
+def interrupted_html() -> str:
+    return (f"<p style='color:#b00020'><b>{html.escape(say(INTERRUPTED[0]))}</b> "
+            f"{html.escape(say(INTERRUPTED[1]))}</p>")
+
+
+# In English, as they always read (tests and the static views compare them).
+COMPILING_HTML, COMPUTED_NOW_HTML = f"<i>{COMPILING}</i>", f"<i>{COMPUTED_NOW}</i>"
+INTERRUPTED_HTML = f"<p style='color:#b00020'><b>{INTERRUPTED[0]}</b> {INTERRUPTED[1]}</p>"
 
 
 def lab_heading_html(title: str) -> str:
@@ -165,22 +186,25 @@ def lab_heading_html(title: str) -> str:
 
 def could_not_compute_html(error: BaseException) -> str:
     """What a widget shows instead of a view when its experiment raised: the error in one line, cut at 500."""
-    return (f"<p style='color:#b00020'><b>labkit could not compute this state</b>: "
+    return (f"<p style='color:#b00020'><b>{html.escape(say('labkit could not compute this state'))}</b>: "
             f"{html.escape(type(error).__name__)}: {html.escape(str(error)[:500])}</p>")
 
 
 def static_view_html(title: str, described: str, view_html: str) -> str:
     """A widget as a page without a kernel shows it (nbviewer, GitHub): its title, the state, the last view."""
-    return (f"<div><p><b>{html.escape(title)}</b> (static view of: "
-            f"{html.escape(described)}; run the notebook to use the controls)</p>"
-            f"{view_html}</div>")
+    return (f"<div><p><b>{html.escape(title)}</b> ("
+            + html.escape(say("static view of: {described}; run the notebook to use the controls",
+                              described=described))
+            + f")</p>{view_html}</div>")
 
 
 def declaration_view_html(declaration: str, meaning: str, schema: str, report: StageReport, op_name: str) -> str:
     """The declaration lab's view: the declaration and its schema, the program, the op's fate and the report (its
     headline :func:`lab_headline`'s: the kernels write ``x``, which the verdict compares; no other side effect)."""
-    return (f"<div style='white-space:normal'><p style='margin:4px 0'><b>{html.escape(declaration)}</b>: the "
-            f"kernel {html.escape(meaning)}.<br>schema: <code>{html.escape(schema)}</code><br>"
+    said = say("{declaration}: the kernel {meaning}.", declaration=f"<b>{html.escape(declaration)}</b>",
+               meaning=html.escape(meaning))
+    return (f"<div style='white-space:normal'><p style='margin:4px 0'>{said}"
+            f"<br>schema: <code>{html.escape(schema)}</code><br>"
             f"<code>def step(x): out = op(x); return x * 2 if out is None else x + out</code></p>"
             + _fate_and_report(report, op_name, lab_headline(report, op_name)) + "</div>")
 

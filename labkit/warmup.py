@@ -22,6 +22,8 @@ from typing import Callable
 
 import torch
 
+from . import language
+
 _state: dict = {"seconds": None, "error": None}
 
 
@@ -49,7 +51,7 @@ def run(say: Callable[[str], None] = _say_now) -> float | None:
                               "thread-safe, pytorch #105943): call labkit.setup() from the notebook itself.")
     if _state["seconds"] is not None:
         return None if _state["error"] else _state["seconds"]
-    say("Warming up Inductor, torch's compiler: its first compile in a kernel takes seconds, once...")
+    say(language.say("Warming up Inductor, torch's compiler: its first compile in a kernel takes seconds, once..."))
     start = time.perf_counter()
     try:
         _tiny_compile()
@@ -57,9 +59,10 @@ def run(say: Callable[[str], None] = _say_now) -> float | None:
         _state["error"] = f"{type(error).__name__}: {error}"
     _state["seconds"] = time.perf_counter() - start
     if _state["error"]:
-        say(f"Inductor warm-up failed ({_state['error'].splitlines()[0]}); the first compile will be slow.")
+        say(language.say("Inductor warm-up failed ({error}); the first compile will be slow.",
+                         error=_state["error"].splitlines()[0]))
         return None
-    say("Inductor is warm: later compiles take a fraction of a second.")
+    say(language.say("Inductor is warm: later compiles take a fraction of a second."))
     return _state["seconds"]
 
 

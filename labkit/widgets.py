@@ -19,6 +19,7 @@ from typing import Iterator
 import ipywidgets as widgets
 
 from . import cache, naming, views
+from .language import say
 from .lessons import on_colab
 from .describe import brief
 from .experiments import (
@@ -36,10 +37,13 @@ DROPDOWN, TOGGLES = widgets.Dropdown, widgets.ToggleButtons
 
 def _selection(kind, options, value, description: str, parameter: str | None = None):
     """A Dropdown or ToggleButtons on ``value``, or ValueError with one sentence, naming the constructor's
-    ``parameter``, when it is not an option (ipywidgets would raise a bare TraitError)."""
+    ``parameter``, when it is not an option (ipywidgets would raise a bare TraitError).
+
+    Each option is a (label, value) pair: the value is what the lab computes with and names its op after, the label
+    what a learner reads, ``say(value)`` in the language labkit speaks (:mod:`labkit.language`)."""
     if not isinstance(value, str) or value not in options:
         raise ValueError(f"{parameter or description} must be one of {list(options)}, not {brief(value)}.")
-    return kind(options=options, value=value, description=description)
+    return kind(options=[(say(option), option) for option in options], value=value, description=description)
 
 
 def _options(control: widgets.Widget) -> list | None:
@@ -68,7 +72,7 @@ class LabWidget:
 
     def __init__(self, controls: dict[str, widgets.Widget]):
         self.controls = controls
-        self.heading = widgets.HTML(views.lab_heading_html(self.title))  # as in the static view
+        self.heading = widgets.HTML(views.lab_heading_html(say(self.title)))  # as in the static view
         self.status = widgets.HTML()
         self.changes = widgets.HTML()    # what changed since the previous state: not part of a state's view
         self.view = widgets.HTML()
@@ -80,7 +84,7 @@ class LabWidget:
             control.observe(self._changed, names="value")
         self._labels = {}
         for name, control in controls.items():   # one label style for every control: a label, then the control
-            self._labels[name] = widgets.Label(control.description or name, layout=widgets.Layout(width="110px"))
+            self._labels[name] = widgets.Label(say(control.description or name), layout=widgets.Layout(width="110px"))
             control.description = ""
             if isinstance(control, widgets.ToggleButtons):
                 control.style.button_width = control.style.button_width or "86px"
@@ -189,18 +193,18 @@ class LabWidget:
         state = self.state
         fresh = state not in self._cache
         if fresh:
-            self.status.value = views.COMPILING_HTML
+            self.status.value = views.compiling_html()
         try:
             result = self.result(state)
             self._show(state, self.render(result), self.lesson(result))
-            self.status.value = "" if not fresh else views.COMPUTED_NOW_HTML
+            self.status.value = "" if not fresh else views.computed_now_html()
             self._note_changes(state, self.facts(result))
         except Exception as error:  # noqa: BLE001 - a widget must never kill a learner's kernel
             self.status.value = ""
             self._show(state, views.could_not_compute_html(error), None)
         except KeyboardInterrupt:
             self.status.value = ""
-            self._show(state, views.INTERRUPTED_HTML, None)
+            self._show(state, views.interrupted_html(), None)
             raise
 
     def _note_changes(self, state: tuple, facts: dict[str, str]) -> None:
@@ -233,7 +237,7 @@ class LabWidget:
             return
         bundle = {
             "text/plain": repr(self),
-            "text/html": views.static_view_html(self.title, self.describe(), self.view.value + (
+            "text/html": views.static_view_html(say(self.title), self.describe(), self.view.value + (
                 views.lesson_link_html(*self._shown_lesson) if self.lesson_link.outputs else "")),
             "application/vnd.jupyter.widget-view+json": {
                 "version_major": 2, "version_minor": 0, "model_id": self.ui.model_id},
@@ -301,7 +305,7 @@ class DeclarationLab(LabWidget):
     def render(self, result) -> str:
         schema, report = result
         declaration = self._shown_declaration()
-        return views.declaration_view_html(declaration, DECLARATIONS[declaration][0], schema, report,
+        return views.declaration_view_html(say(declaration), say(DECLARATIONS[declaration][0]), schema, report,
                                             declaration_spec(declaration, self.namespace).name)
 
     def _shown_declaration(self) -> str:

@@ -177,7 +177,7 @@ def built_notebook(source: pathlib.Path):
     cells = source_cells(source)
     colab = nbformat.v4.new_code_cell(colab_install_cell(), metadata=COLAB_CELL_METADATA)
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(navigation(source, top=True)), cells[0],
-                                         colab, *cells[1:],
+                                         colab, *language_cell(source), *cells[1:],
                                          nbformat.v4.new_markdown_cell(navigation(source, top=False))])
     for cell in nb.cells:
         if COLLAPSED_TAGS & set(cell.metadata.get("tags", ())):
@@ -187,6 +187,17 @@ def built_notebook(source: pathlib.Path):
     for i, cell in enumerate(nb.cells):  # stable ids keep diffs small
         cell["id"] = f"{source.stem[:2]}-{i:03d}"
     return nb
+
+
+def language_cell(source: pathlib.Path) -> list:
+    """A translation's cell that asks labkit to speak its language (labkit.use_language), collapsed to its title,
+    before the setup cell: none for an English notebook, or for a language labkit has no catalogue of."""
+    lang = language(source)
+    if lang is None or not (ROOT / "labkit" / "catalogues" / f"{lang}.json").exists():
+        return []
+    title = lab_config()["languages"][lang]["language_cell"]
+    return [nbformat.v4.new_code_cell(f'#@title {title}\nimport labkit\n\nlabkit.use_language("{lang}")',
+                                      metadata=COLAB_CELL_METADATA)]
 
 
 def target_of(source: pathlib.Path) -> pathlib.Path:

@@ -35,7 +35,7 @@ TIME_LINE = re.compile(r"(\*\*Time:\*\* about )\d+( minutes)")
 DIGEST = re.compile(r"^[0-9a-f]{10}$")
 # What a language's [tool.lab.languages.<code>] must give: the build and --facts write its prose from these.
 REQUIRED = ("name", "readme", "contents", "characters_per_minute", "all_notebooks", "in_english", "time_line",
-            "map_columns", "this_one", "minutes")
+            "map_columns", "this_one", "minutes", "language_cell")
 
 
 class TranslationError(SystemExit):

@@ -268,16 +268,28 @@ def read_state(area, widget: lw.LabWidget) -> dict:
             state[name] = element.locator("button.mod-active").inner_text().strip()
         else:
             state[name] = element.locator("input").input_value()
-    return {name: value.replace("\xa0", " ") for name, value in state.items()}  # labels use no-break spaces
+    shown = {name: value.replace("\xa0", " ") for name, value in state.items()}  # labels use no-break spaces
+    return {name: _value_of(widget.controls[name], label) for name, label in shown.items()}
+
+
+def _value_of(ctl, label: str):
+    """The value a selection control shows under ``label`` (a lab's option is a (label, value) pair: the label is
+    what a learner reads, in the language labkit speaks; the value is the state); free text is its own value."""
+    for option in getattr(ctl, "options", ()):
+        if isinstance(option, tuple) and option[0] == label:
+            return option[1]
+    return label
 
 
 def flip(area, widget: lw.LabWidget, name: str, value: str) -> None:
+    """Set control NAME to VALUE as a learner does: by clicking the label it shows that value under."""
     element = control(area, widget, name)
     kind = type(widget.controls[name]).__name__
+    label = lw._shown(widget.controls[name], value)
     if kind == "Dropdown":
-        element.locator("select").select_option(label=value)
+        element.locator("select").select_option(label=label)
     elif kind == "ToggleButtons":
-        element.locator("button", has_text=value).first.click()
+        element.locator("button", has_text=label).first.click()
     else:
         element.locator("input").fill(value)
         element.locator("input").press("Enter")

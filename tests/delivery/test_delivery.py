@@ -104,9 +104,10 @@ def test_colab_install_installs_labkit_and_tlparse_and_nothing_else(tmp_path):
     assert installs == ["labkit", "tlparse"]
 
 
-def test_gpu_recordings_travel_inside_the_labkit_wheel(tmp_path):
+def test_gpu_recordings_and_the_language_catalogues_travel_inside_the_labkit_wheel(tmp_path):
     """Colab installs labkit from git, without the repository around it: the GPU recordings a
-    notebook shows must be inside the package."""
+    notebook shows, and the catalogues labkit speaks another language from (labkit/catalogues/), must be inside the
+    package."""
     source = tmp_path / "src"           # a clean copy: no build/ left over from an earlier build
     shutil.copytree(ROOT / "labkit", source / "labkit", ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("pyproject.toml", "README.md"):
@@ -118,6 +119,8 @@ def test_gpu_recordings_travel_inside_the_labkit_wheel(tmp_path):
     names = set(zipfile.ZipFile(next(tmp_path.glob("labkit-*.whl"))).namelist())
     recordings = {f"labkit/gpu_recordings/{p.name}" for p in (ROOT / "labkit" / "gpu_recordings").glob("*.json")}
     assert recordings and recordings <= names
+    catalogues = {f"labkit/catalogues/{p.name}" for p in (ROOT / "labkit" / "catalogues").glob("*.json")}
+    assert "labkit/catalogues/zh-CN.json" in catalogues and catalogues <= names
     modules = {p.relative_to(ROOT).as_posix() for p in (ROOT / "labkit").rglob("*.py")}   # a subpackage too
     assert modules - names == set(), "add the package to pyproject.toml's [tool.setuptools] packages"
 

@@ -167,7 +167,10 @@ DECLARATION_STATES = [dict(zip(("declaration", "backend", "dynamic"), values)) f
                       itertools.product(e.DECLARATIONS, ("aot_eager", "inductor"), e.DYNAMIC_CHOICES)]
 
 
-def test_every_declaration_lab_state_is_true_and_consistent():
+@pytest.mark.parametrize("speaking", ["en", "zh-CN"])
+def test_every_declaration_lab_state_is_true_and_consistent(speaking):
+    """In English and in Chinese (labkit.use_language): the labels change, the states and what they show do not."""
+    labkit.use_language(speaking)
     lab = w.DeclarationLab(namespace="t_ws_d")
     assert len(DECLARATION_STATES) == 36
     found = []
@@ -182,6 +185,7 @@ def test_every_declaration_lab_state_is_true_and_consistent():
             if not re.match(r"(writes|is|declares)\b", meaning):
                 found.append(f"{state}: 'the kernel {meaning}' lacks its verb")
     finally:
+        labkit.use_language("en")
         lab.close()
         labkit.drop_namespace("t_ws_d")
     assert not found, f"{len(found)} contradictions:\n" + "\n".join(found)

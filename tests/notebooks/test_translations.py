@@ -53,8 +53,15 @@ def test_there_is_a_chinese_edition_of_notebook_00():
 def test_a_translation_is_current_and_its_code_is_the_english_lessons(path):
     assert translations.drift(path, ROOT) == []
     ours, theirs = _stored(path), _stored(translations.english_of(path))
-    assert [c.cell_type for c in ours.cells] == [c.cell_type for c in theirs.cells]
-    code = [(c.source, c.metadata.get("tags")) for c in ours.cells if c.cell_type == "code"]
+    asks = [c for c in ours.cells if c.cell_type == "code" and "labkit.use_language(" in c.source]
+    assert len(asks) == 1 and f'labkit.use_language("{translations.language_of(path)}")' in asks[0].source, \
+        "one cell asks labkit to speak the translation's language"
+    assert asks[0].metadata.get("jupyter", {}).get("source_hidden") and asks[0].source.startswith("#@title ")
+    first_setup = next(i for i, c in enumerate(ours.cells) if c.cell_type == "code" and "labkit.setup()" in c.source)
+    assert ours.cells.index(asks[0]) < first_setup, "before the setup cell, whose lines it puts in Chinese"
+    cells = [c for c in ours.cells if c is not asks[0]]
+    assert [c.cell_type for c in cells] == [c.cell_type for c in theirs.cells]
+    code = [(c.source, c.metadata.get("tags")) for c in cells if c.cell_type == "code"]
     assert code == [(c.source, c.metadata.get("tags")) for c in theirs.cells if c.cell_type == "code"]
     assert not [o for c in ours.cells for o in c.get("outputs", []) if o["output_type"] == "error"], path.name
     assert all(c.execution_count is not None for c in ours.cells if c.cell_type == "code"), "stored unexecuted"

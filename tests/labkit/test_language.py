@@ -1,0 +1,152 @@
+"""labkit's language (labkit/language.py): English by default, another from a catalogue shipped inside labkit.
+
+The catalogue is held to the code: every entry translates an English text labkit says (a literal passed to
+``say``, or an option of a lab's catalogue, which is its own label), with the same ``{fields}``; every text labkit
+marks has its entry; a lab in Chinese computes the states an English one does.
+"""
+
+import ast
+import json
+
+import pytest
+
+import labkit
+from labkit import cache, experiments, language, naming, views, widgets
+from repo import ROOT
+
+LABKIT = ROOT / "labkit"
+
+
+def said_in_code() -> set[str]:
+    """Every literal English text labkit's modules pass to ``say`` (``language.say`` or ``say`` imported so)."""
+    texts = set()
+    for path in LABKIT.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
+                    and isinstance(node.args[0].value, str)
+                    and getattr(node.func, "attr", getattr(node.func, "id", None)) == "say"
+                    and (getattr(node.func, "id", None) == "say"
+                         or getattr(getattr(node.func, "value", None), "id", None) == "language")):
+                texts.add(node.args[0].value)
+    return texts
+
+
+def option_texts() -> set[str]:
+    """The texts labkit says through a name rather than a literal: each option of a lab's catalogues (a label is
+    ``say(value)``) and each declaration's meaning, each control's label and each lab's title, and the status lines
+    and the exercises' default instruction, which views.py and exercises.py keep as constants."""
+    texts = {*experiments.DECLARATIONS, *(meaning for meaning, _ in experiments.DECLARATIONS.values()),
+             *experiments.DCE_DECLARATIONS, *experiments.OP_KINDS, *naming.SCHEMES, *naming.ORDERS,
+             views.COMPILING, views.COMPUTED_NOW, *views.INTERRUPTED, labkit.exercises.EDIT, "the answer",
+             *(cls.title for cls in (widgets.DeclarationLab, widgets.NamingLab, widgets.DynamicLab))}
+    for node in ast.walk(ast.parse((LABKIT / "widgets.py").read_text())):   # _selection(kind, options, value, label)
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "_selection" and len(node.args) > 3:
+            texts.add(node.args[3].value)
+        if isinstance(node, ast.keyword) and node.arg == "description" and isinstance(node.value, ast.Constant):
+            texts.add(node.value.value)
+    return texts
+
+
+@pytest.fixture
+def chinese():
+    language.use_language("zh-CN")
+    try:
+        yield
+    finally:
+        language.use_language("en")
+
+
+def test_english_is_the_default_and_says_the_text_itself():
+    assert language.current() == "en"
+    assert language.say("Naming lab") == "Naming lab"
+    assert language.say("Not answered yet: {where}.", where="the cell") == "Not answered yet: the cell."
+
+
+def test_every_catalogue_entry_translates_a_text_labkit_says_with_the_same_fields():
+    known = said_in_code() | option_texts()
+    for code in language.available()[1:]:
+        entries = language.catalogue(code)
+        assert entries, code
+        unknown = sorted(set(entries) - known)
+        assert not unknown, f"labkit/catalogues/{code}.json translates texts labkit no longer says: {unknown}"
+        mismatched = [k for k, v in entries.items() if language.fields_of(k) != language.fields_of(v)]
+        assert not mismatched, f"{code}: the translation's {{fields}} differ from the English: {mismatched}"
+
+
+def test_every_text_labkit_says_has_its_chinese():
+    """Options that read the same in Chinese (False, aot_eager, has_side_effect, a policy's name) are left out: a
+    label equal to its value needs no entry."""
+    missing = sorted(text for text in said_in_code() | option_texts()
+                     if text not in language.catalogue("zh-CN") and not _reads_the_same(text))
+    assert not missing, f"labkit/catalogues/zh-CN.json lacks {missing}"
+
+
+def _reads_the_same(text: str) -> bool:
+    return text in {"dynamic", "fullgraph", '"unknown"', "has_side_effect"}
+
+
+def test_a_language_labkit_has_no_catalogue_of_gets_one_sentence():
+    for wrong in ("fr", "zh", None, 3):
+        with pytest.raises(ValueError) as raised:
+            language.use_language(wrong)
+        assert "labkit speaks 'en', 'zh-CN'" in str(raised.value) and "\n" not in str(raised.value)
+    assert language.current() == "en"
+
+
+def test_the_catalogue_is_json_and_sorted_by_nothing_but_the_code(tmp_path):
+    for path in (LABKIT / "catalogues").glob("*.json"):
+        entries = json.loads(path.read_text(encoding="utf-8"))
+        assert all(isinstance(k, str) and isinstance(v, str) and v.strip() for k, v in entries.items()), path.name
+
+
+def test_a_lab_in_chinese_shows_chinese_labels_over_the_english_values(chinese):
+    lab = widgets.DeclarationLab(namespace="t_lang_d", declaration="undeclared mutation")
+    try:
+        control = lab.controls["declaration"]
+        assert control.value == "undeclared mutation", "the value is the identity"
+        assert ("未声明的修改", "undeclared mutation") in [tuple(o) for o in control.options]
+        assert lab._labels["declaration"].value == "声明" and "声明实验" in lab.heading.value
+        assert lab.problem("declaration", "未声明的修改") is not None, "a label is not a value"
+        assert experiments.declaration_spec("undeclared mutation", "t_lang_d").name == "t_lang_d::undeclared_mutation"
+        assert "<b>未声明的修改</b>：kernel 写入 x，却声明 mutates_args=()。" in lab.view.value
+    finally:
+        lab.close()
+        labkit.drop_namespace("t_lang_d")
+
+
+def test_a_declaration_lab_in_chinese_computes_the_english_labs_states():
+    """Every state, driven by value in both languages: the same state, schema, op, verdict and kernel runs."""
+    english = widgets.DeclarationLab(namespace="t_lang_same")
+    language.use_language("zh-CN")
+    try:
+        chinese = widgets.DeclarationLab(namespace="t_lang_same")
+        for state in english.every_state():
+            english.set(**state)
+            chinese.set(**state)
+            assert chinese.state == english.state and chinese.schema == english.schema, state
+            ours, theirs = chinese.report, english.report
+            assert (ours.verdict.agree if ours.verdict else None) == (theirs.verdict.agree if theirs.verdict else None)
+            assert ours.eager_calls == theirs.eager_calls and ours.compiled_calls == theirs.compiled_calls, state
+            assert chinese.facts(chinese.result()) == english.facts(english.result()), state
+        chinese.close()
+    finally:
+        language.use_language("en")
+        english.close()
+        labkit.drop_namespace("t_lang_same")
+
+
+def test_setup_and_an_exercise_speak_chinese_when_asked(chinese, capsys):
+    assert cache.enable().startswith("编译缓存：")
+    labkit.exercises.check(False, "right", "a hint")
+    labkit.exercises.answered(...)
+    out = capsys.readouterr().out
+    assert "✘ 还不对。 a hint" in out and "还没有作答：修改上面的答案单元格" in out
+    assert views.compiling_html() == "<i>⏳ 第一次编译这个状态……</i>"
+
+
+def test_language_changes_nothing_of_torch():
+    import torch
+    before = (torch.compiler.config.cache_key_tag, torch._inductor.config.post_grad_custom_post_pass)
+    language.use_language("zh-CN")
+    language.use_language("en")
+    assert (torch.compiler.config.cache_key_tag, torch._inductor.config.post_grad_custom_post_pass) == before
