@@ -14,16 +14,21 @@ import re
 from typing import Any
 
 from .describe import brief
-from .language import say
+from .language import say, translated
 
 UNANSWERED = ...  # the placeholder exercise cells start with
 EDIT = "edit the answer cell above (replace its ...), run it, then run this cell again"
+ANSWER = "the answer"
+# labkit's own words here (EDIT, ANSWER) are said in the language labkit speaks (labkit.language); a sentence a notebook
+# passes (a hint, where to edit, what its answer is called) is the notebook's, said as it is, and so is the frame
+# around it: half a sentence in one language and half in another reads worse than one.
 
 
 def answered(value: Any, where: str = EDIT) -> bool:
     """False, with one sentence saying which cell to edit, while ``value`` is still the ``...`` placeholder."""
     if value is UNANSWERED or (isinstance(value, dict) and any(v is UNANSWERED for v in value.values())):
-        print("✎ " + say("Not answered yet: {where}.", where=say(where)))
+        print("✎ " + (say("Not answered yet: {where}.", where=say(where)) if where == EDIT and translated(where)
+                      else f"Not answered yet: {where}."))
         return False
     return True
 
@@ -38,11 +43,11 @@ def check(passed: bool, success: str, hint: str) -> bool:
         raise TypeError(f"check(passed, success, hint) takes two sentences (str) after passed, "
                         f"not {type(success).__name__} and {type(hint).__name__}.")
     passed = _truth(passed)
-    print(("✔ " + say(success)) if passed else ("✘ " + say("Not yet.") + " " + say(hint)))
+    print(("✔ " + success) if passed else ("✘ Not yet. " + hint))
     return passed
 
 
-def choice(answer: Any, allowed, name: str = "the answer") -> str | None:
+def choice(answer: Any, allowed, name: str = ANSWER) -> str | None:
     """The allowed word ``answer`` means, or None after one sentence listing the allowed words.
 
     ``allowed`` is a list of words, or a dict {word: [other spellings]}. Case, surrounding spaces and
@@ -53,8 +58,9 @@ def choice(answer: Any, allowed, name: str = "the answer") -> str | None:
     word = _meant(answer, allowed)
     if word is None:
         listed = ", ".join(repr(w) for w in _spellings(allowed))
-        print("✘ " + say("{name} is {answer}: answer one of {listed}.", name=say(name), answer=brief(answer),
-                         listed=listed))
+        print("✘ " + (say("{name} is {answer}: answer one of {listed}.", name=say(name), answer=brief(answer),
+                          listed=listed) if name == ANSWER and translated(name)
+                      else f"{name} is {brief(answer)}: answer one of {listed}."))
     return word
 
 

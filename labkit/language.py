@@ -9,21 +9,28 @@ options are values (what the lab computes with, and what an op is named after) s
 
 English is the default: ``import labkit`` changes nothing. A notebook asks for another language with
 ``labkit.use_language("zh-CN")`` (a translated notebook's first cell after Colab's does so); it changes what labkit
-says, nothing of torch's, and labs built before it keep their labels.
+says, nothing of torch's.
 
-Why a JSON file read here rather than gettext: Colab installs labkit alone (``--no-deps``) from git, so the
-catalogue must travel inside the package as data and be readable by the standard library on every Python the lab
-supports (3.10 has no ``tomllib``). gettext's ``.mo`` catalogues are compiled files, which would need msgfmt or Babel
-(a tool and a build step more) and a generated binary in the repository; a JSON file keyed by the English text reads
-in review as a diff of sentences, and tests/labkit/test_language.py holds it to the code: every entry translates a
-text labkit says, with the same fields, and every text labkit marks has its entry.
+Why a JSON file read here rather than gettext (which the standard library also reads): Colab installs labkit
+alone, from git, with ``--no-deps``; gettext reads compiled ``.mo`` files, so either a generated binary is committed
+beside its ``.po`` source and kept in step by a check, or pip compiles it at install time with a build hook and Babel
+as a build requirement (a download and a step more on every learner's install). A JSON file is read as it is
+shipped, by the standard library on every Python the lab supports, and reads in review as a diff of sentences; the
+catalogue is small (a few dozen sentences), so none of gettext's plural or context machinery is missed.
+tests/labkit/test_language.py holds it to the code: every entry translates a text labkit says, with the same
+``{fields}``, and every text labkit marks has its entry.
+
+A lab keeps the language it was built in (:meth:`labkit.widgets.LabWidget`, ``speaking``): its labels and every
+later redraw of its panel agree, whatever a later ``use_language`` says.
 
 Not here: what is said (each module says its own sentences), and the notebooks' prose (tools/translations.py).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import html
 import json
 import pathlib
 import string
@@ -67,11 +74,31 @@ def catalogue(language: str) -> dict[str, str]:
 
 def say(english: str, **fields) -> str:
     """``english`` in the language labkit speaks now, its ``{fields}`` filled in; English where the catalogue has
-    no entry for it."""
-    text = catalogue(current()).get(english, english)
-    return text.format(**fields) if fields else text
+    no entry for it. A literal brace is written twice, ``{{``, with fields or without."""
+    return catalogue(current()).get(english, english).format_map(fields)
 
 
-def fields_of(text: str) -> set[str]:
-    """The names of a template's ``{fields}``."""
-    return {name for _, name, _, _ in string.Formatter().parse(text) if name}
+def say_html(english: str, **html_fields) -> str:
+    """:func:`say` for HTML: the sentence escaped, then ``html_fields`` (already HTML: escape what is text) put in."""
+    return html.escape(catalogue(current()).get(english, english), quote=False).format_map(html_fields)
+
+
+def translated(english: str) -> bool:
+    """Whether the language labkit speaks now says ``english`` in its own words (English: always)."""
+    return current() == ENGLISH or english in catalogue(current())
+
+
+@contextlib.contextmanager
+def speaking(language: str):
+    """Speak ``language`` inside the block, then the language spoken before (a lab redraws in its own)."""
+    before = current()
+    use_language(language)
+    try:
+        yield
+    finally:
+        _current["language"] = before
+
+
+def fields_of(text: str) -> list[str]:
+    """The fields of a template, in order: a name each, "" for a positional ``{}`` (which :func:`say` refuses)."""
+    return [name for _, name, _, _ in string.Formatter().parse(text) if name is not None]

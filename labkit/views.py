@@ -16,7 +16,7 @@ import html
 from . import pictures, recordings
 from .render import (CELL_STYLE, COLOURS, NUMBER_STYLE, REMOVED, STAGE_NAMES, and_list, ran_mark, removal_tone,
                      require_report, stage_marks, to_html)
-from .language import say
+from .language import say, say_html
 from .stages import StageReport
 
 
@@ -88,9 +88,10 @@ def changes_html(controls: list[tuple[str, object, object]], before: dict[str, s
     moved = [f"{html.escape(key)}: {html.escape(before[key])} → <b>{html.escape(value)}</b>"
              for key, value in after.items() if key in before and before[key] != value]
     said = "; ".join(moved) if moved else html.escape(say("nothing else changed"))
+    since = f"<b>{html.escape(say('Since the previous state'))}</b>"
+    sentence = say_html("{since} ({flipped}): {said}.", since=since, flipped=html.escape(flipped), said=said)
     return (f"<div style='white-space:normal;border-left:4px solid #e6a700;background:#fff8e1;padding:3px 8px;"
-            f"margin:4px 0'><b>{html.escape(say('Since the previous state'))}</b> ({html.escape(flipped)}): {said}."
-            "</div>")
+            f"margin:4px 0'>{sentence}</div>")
 
 
 def naming_html(result, story: str) -> str:
@@ -201,8 +202,8 @@ def static_view_html(title: str, described: str, view_html: str) -> str:
 def declaration_view_html(declaration: str, meaning: str, schema: str, report: StageReport, op_name: str) -> str:
     """The declaration lab's view: the declaration and its schema, the program, the op's fate and the report (its
     headline :func:`lab_headline`'s: the kernels write ``x``, which the verdict compares; no other side effect)."""
-    said = say("{declaration}: the kernel {meaning}.", declaration=f"<b>{html.escape(declaration)}</b>",
-               meaning=html.escape(meaning))
+    said = say_html("{declaration}: the kernel {meaning}.", declaration=f"<b>{html.escape(declaration)}</b>",
+                    meaning=html.escape(meaning))
     return (f"<div style='white-space:normal'><p style='margin:4px 0'>{said}"
             f"<br>schema: <code>{html.escape(schema)}</code><br>"
             f"<code>def step(x): out = op(x); return x * 2 if out is None else x + out</code></p>"

@@ -18,7 +18,7 @@ from typing import Iterator
 
 import ipywidgets as widgets
 
-from . import cache, naming, views
+from . import cache, language, naming, views
 from .language import say
 from .lessons import on_colab
 from .describe import brief
@@ -71,6 +71,8 @@ class LabWidget:
     title = ""
 
     def __init__(self, controls: dict[str, widgets.Widget]):
+        # The language the lab was built in (labkit.use_language): its labels, and every later redraw, speak it.
+        self.speaking = language.current()
         self.controls = controls
         self.heading = widgets.HTML(views.lab_heading_html(say(self.title)))  # as in the static view
         self.status = widgets.HTML()
@@ -105,6 +107,10 @@ class LabWidget:
             return f"{type(self).__name__} has no control {name!r}; its controls are {list(self.controls)}."
         options = _options(self.controls[name])
         if options is not None and (not isinstance(value, str) or value not in options):
+            labelled = [option[1] for option in self.controls[name].options
+                        if isinstance(option, tuple) and option[0] == value and option[0] != option[1]]
+            if labelled:   # a label the learner reads, given where the value goes
+                return f"{name}: {value!r} is the label of {labelled[0]!r}; set() takes the value, {labelled[0]!r}."
             return f"{name} must be one of {options}, not {brief(value)}."
         if options is None and not isinstance(value, type(self.controls[name].value)):
             return (f"{name} must be a {type(self.controls[name].value).__name__}, "
@@ -187,9 +193,13 @@ class LabWidget:
         return result
 
     def update(self) -> None:
-        """Redraw the view for the controls' state. A failing compute shows its one sentence; Ctrl-C
-        (KeyboardInterrupt) shows an "interrupted" view, never the old report under "compiling…",
+        """Redraw the view for the controls' state, in the lab's language. A failing compute shows its one sentence;
+        Ctrl-C (KeyboardInterrupt) shows an "interrupted" view, never the old report under "compiling…",
         and is raised on; the next change computes again (an interrupted state is not cached)."""
+        with language.speaking(self.speaking):
+            self._update()
+
+    def _update(self) -> None:
         state = self.state
         fresh = state not in self._cache
         if fresh:
@@ -235,10 +245,12 @@ class LabWidget:
             display({"text/plain": f"{self!r}: closed (lab.close()); build a new one to use it again."},
                     raw=True)
             return
+        with language.speaking(self.speaking):
+            static = views.static_view_html(say(self.title), self._described_for_the_reader(), self.view.value + (
+                views.lesson_link_html(*self._shown_lesson) if self.lesson_link.outputs else ""))
         bundle = {
             "text/plain": repr(self),
-            "text/html": views.static_view_html(say(self.title), self.describe(), self.view.value + (
-                views.lesson_link_html(*self._shown_lesson) if self.lesson_link.outputs else "")),
+            "text/html": static,
             "application/vnd.jupyter.widget-view+json": {
                 "version_major": 2, "version_minor": 0, "model_id": self.ui.model_id},
         }
@@ -270,6 +282,15 @@ class LabWidget:
         control the state ignores (greyed out) reads as the value actually used."""
         shown = getattr(self, "_shown_state", self.state)
         return ", ".join(f"{name}={value!r}" for name, value in zip(self.controls, shown))
+
+    def _described_for_the_reader(self) -> str:
+        """:meth:`describe` as the panel reads: in English the values (what set() takes); in another language each
+        control's label and the label of its value, as the controls show them."""
+        if self.speaking == language.ENGLISH:
+            return self.describe()
+        shown = getattr(self, "_shown_state", self.state)
+        return ", ".join(f"{self._labels[name].value}={_shown(self.controls[name], value)}"
+                         for name, value in zip(self.controls, shown))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.describe()})"

@@ -42,9 +42,12 @@ def lab_cache_policy():
 
 @pytest.fixture(autouse=True)
 def clean_lab_namespace():
-    """Each test starts and ends with no ops in the test namespaces: labkit's, and raw ones a test made."""
+    """Each test starts and ends with no ops in the test namespaces: labkit's, and raw ones a test made; and with
+    labkit speaking English (a test that asked for Chinese and failed before asking back leaves no trace)."""
     _clean()
+    labkit.language.use_language("en")
     yield
+    labkit.language.use_language("en")
     _clean()
 
 

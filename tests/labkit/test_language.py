@@ -18,15 +18,22 @@ LABKIT = ROOT / "labkit"
 
 
 def said_in_code() -> set[str]:
-    """Every literal English text labkit's modules pass to ``say`` (``language.say`` or ``say`` imported so)."""
+    """Every literal English text labkit's modules pass to ``say`` or ``say_html`` (``language.say(...)``, or the
+    names imported from labkit.language): in a module that imports them, not a callback that happens to be called
+    ``say`` (warmup's, the doctor's)."""
     texts = set()
     for path in LABKIT.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
-                    and isinstance(node.args[0].value, str)
-                    and getattr(node.func, "attr", getattr(node.func, "id", None)) == "say"
-                    and (getattr(node.func, "id", None) == "say"
-                         or getattr(getattr(node.func, "value", None), "id", None) == "language")):
+        tree = ast.parse(path.read_text())
+        imported = {alias.asname or alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                    and node.module == "language" for alias in node.names}
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
+                    and isinstance(node.args[0].value, str)):
+                continue
+            func = node.func
+            if (isinstance(func, ast.Name) and func.id in imported & {"say", "say_html"}) or (
+                    isinstance(func, ast.Attribute) and func.attr in ("say", "say_html")
+                    and getattr(func.value, "id", None) == "language"):
                 texts.add(node.args[0].value)
     return texts
 
@@ -37,10 +44,11 @@ def option_texts() -> set[str]:
     and the exercises' default instruction, which views.py and exercises.py keep as constants."""
     texts = {*experiments.DECLARATIONS, *(meaning for meaning, _ in experiments.DECLARATIONS.values()),
              *experiments.DCE_DECLARATIONS, *experiments.OP_KINDS, *naming.SCHEMES, *naming.ORDERS,
-             views.COMPILING, views.COMPUTED_NOW, *views.INTERRUPTED, labkit.exercises.EDIT, "the answer",
+             views.COMPILING, views.COMPUTED_NOW, *views.INTERRUPTED, labkit.exercises.EDIT, labkit.exercises.ANSWER,
              *(cls.title for cls in (widgets.DeclarationLab, widgets.NamingLab, widgets.DynamicLab))}
     for node in ast.walk(ast.parse((LABKIT / "widgets.py").read_text())):   # _selection(kind, options, value, label)
-        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "_selection" and len(node.args) > 3:
+        if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "_selection" and len(node.args) > 3
+                and isinstance(node.args[3], ast.Constant)):
             texts.add(node.args[3].value)
         if isinstance(node, ast.keyword) and node.arg == "description" and isinstance(node.value, ast.Constant):
             texts.add(node.value.value)
@@ -69,8 +77,10 @@ def test_every_catalogue_entry_translates_a_text_labkit_says_with_the_same_field
         assert entries, code
         unknown = sorted(set(entries) - known)
         assert not unknown, f"labkit/catalogues/{code}.json translates texts labkit no longer says: {unknown}"
-        mismatched = [k for k, v in entries.items() if language.fields_of(k) != language.fields_of(v)]
+        mismatched = [k for k, v in entries.items() if sorted(language.fields_of(k)) != sorted(language.fields_of(v))]
         assert not mismatched, f"{code}: the translation's {{fields}} differ from the English: {mismatched}"
+        positional = [k for k, v in entries.items() if "" in language.fields_of(k) + language.fields_of(v)]
+        assert not positional, f"{code}: a field without a name, {{}}, which say() cannot fill: {positional}"
 
 
 def test_every_text_labkit_says_has_its_chinese():
@@ -114,33 +124,70 @@ def test_a_lab_in_chinese_shows_chinese_labels_over_the_english_values(chinese):
         labkit.drop_namespace("t_lang_d")
 
 
+def _by_label(lab, state: dict) -> None:
+    """Set each control as a learner does: by the label it shows (``control.label``), not by value."""
+    for name, value in state.items():
+        control = lab.controls[name]
+        if hasattr(control, "options"):
+            control.label = widgets._shown(control, value)
+        else:
+            control.value = value
+
+
 def test_a_declaration_lab_in_chinese_computes_the_english_labs_states():
-    """Every state, driven by value in both languages: the same state, schema, op, verdict and kernel runs."""
+    """Every state, clicked by its label in each language: the same state, schema, verdict, kernel runs and facts;
+    and no two options of a control share a label."""
     english = widgets.DeclarationLab(namespace="t_lang_same")
     language.use_language("zh-CN")
+    chinese = widgets.DeclarationLab(namespace="t_lang_same")
+    language.use_language("en")
     try:
-        chinese = widgets.DeclarationLab(namespace="t_lang_same")
+        for lab in (english, chinese):
+            for control in lab.controls.values():
+                labels = [option[0] for option in control.options]
+                assert len(set(labels)) == len(labels), labels
+        assert [o[0] for o in chinese.controls["declaration"].options] != \
+            [o[0] for o in english.controls["declaration"].options], "the Chinese lab shows Chinese labels"
         for state in english.every_state():
-            english.set(**state)
-            chinese.set(**state)
-            assert chinese.state == english.state and chinese.schema == english.schema, state
+            _by_label(english, state)
+            _by_label(chinese, state)
+            assert chinese.state == english.state == tuple(state.values()) and chinese.schema == english.schema
             ours, theirs = chinese.report, english.report
             assert (ours.verdict.agree if ours.verdict else None) == (theirs.verdict.agree if theirs.verdict else None)
             assert ours.eager_calls == theirs.eager_calls and ours.compiled_calls == theirs.compiled_calls, state
             assert chinese.facts(chinese.result()) == english.facts(english.result()), state
-        chinese.close()
     finally:
-        language.use_language("en")
+        chinese.close()
         english.close()
         labkit.drop_namespace("t_lang_same")
+
+
+def test_a_lab_keeps_the_language_it_was_built_in_and_names_a_label_given_for_a_value(chinese):
+    lab = widgets.DeclarationLab(namespace="t_lang_keep")
+    try:
+        language.use_language("en")
+        lab.set(declaration="over-declared")
+        assert "多声明了修改" in lab.view.value and "与上一个状态相比" in lab.changes.value
+        assert "声明实验" in lab.heading.value
+        with pytest.raises(ValueError) as raised:
+            lab.set(declaration="多声明了修改")
+        assert "'多声明了修改' is the label of 'over-declared'" in str(raised.value)
+    finally:
+        lab.close()
+        labkit.drop_namespace("t_lang_keep")
 
 
 def test_setup_and_an_exercise_speak_chinese_when_asked(chinese, capsys):
     assert cache.enable().startswith("编译缓存：")
     labkit.exercises.check(False, "right", "a hint")
     labkit.exercises.answered(...)
-    out = capsys.readouterr().out
-    assert "✘ 还不对。 a hint" in out and "还没有作答：修改上面的答案单元格" in out
+    labkit.exercises.answered(..., where="run the cell after my_answer = ...")
+    labkit.exercises.choice("up", ["down"])
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "✘ Not yet. a hint", "a notebook's own hint, and its frame, as the notebook says it"
+    assert out[1].startswith("✎ 还没有作答：修改上面的答案单元格") and out[1].endswith("。")
+    assert out[2] == "✎ Not answered yet: run the cell after my_answer = ....", "a notebook's own sentence, whole"
+    assert out[3] == "✘ 答案是 'up'：请从这些答案中选一个：'down'。"
     assert views.compiling_html() == "<i>⏳ 第一次编译这个状态……</i>"
 
 
