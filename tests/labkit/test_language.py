@@ -197,3 +197,30 @@ def test_language_changes_nothing_of_torch():
     language.use_language("zh-CN")
     language.use_language("en")
     assert (torch.compiler.config.cache_key_tag, torch._inductor.config.post_grad_custom_post_pass) == before
+
+
+@pytest.mark.parametrize("cls,states", [
+    (widgets.DynamicLab, [dict(declaration="-> None with a Python side effect", dynamic="True"),
+                          dict(declaration="pure, result unused", op_kind="data-dependent", fullgraph="True")]),
+    (widgets.NamingLab, [dict(scheme="distinct names", order="mutating first, then pure"),
+                         dict(scheme="a name I type", typed_name="mine::lang_op")]),
+], ids=lambda x: getattr(x, "__name__", ""))
+def test_the_other_labs_in_chinese_compute_the_english_labs_states(cls, states):
+    """Clicked by label in each language, a naming or dynamic lab reaches the same state and the same facts; the
+    controls greyed out by value (op_kind, typed_name) are greyed alike."""
+    namespace = f"t_lang_{cls.__name__.lower()}"
+    english = cls(namespace=namespace)
+    with language.speaking("zh-CN"):
+        chinese = cls(namespace=namespace)
+    try:
+        for state in states:
+            _by_label(english, state)
+            _by_label(chinese, state)
+            assert chinese.state == english.state, state
+            assert chinese.facts(chinese.result()) == english.facts(english.result()), state
+            assert [c.disabled for c in chinese.controls.values()] == [c.disabled for c in english.controls.values()]
+        assert chinese.speaking == "zh-CN" and english.speaking == "en"
+    finally:
+        chinese.close()
+        english.close()
+        labkit.drop_namespace(namespace)
