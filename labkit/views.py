@@ -12,6 +12,7 @@ Not here: the report itself as text or HTML (:mod:`labkit.render`), figures (:mo
 from __future__ import annotations
 
 import html
+import re
 
 from . import pictures, recordings
 from .render import (CELL_STYLE, COLOURS, NUMBER_STYLE, REMOVED, STAGE_NAMES, and_list, ran_mark, removal_tone,
@@ -79,15 +80,34 @@ def report_facts(report: StageReport, op_name: str, side_effect: bool = False) -
             "graphs compiled per call": str(report.graphs_per_call)}
 
 
+# The words of the labs' facts (report_facts, the naming lab's): what "since the previous state" shows, each said in
+# the lab's language there (the facts themselves, compared between states, stay as they are).
+FACT_WORDS = ("eager vs compiled", "kernel runs, eager", "kernel runs, compiled", "Dynamo graph", "AOTAutograd graph",
+              "Inductor code", "graphs compiled per call", "agree", "DIFFER", "torch raised", "side effect lost",
+              "side effect ran more often", "cannot say", "kept", "removed", "torch raised here", "not reached",
+              "not used", "no graph", "outcome", "name refused", "hit: reused", "miss: compiled", "cache",
+              "kernel runs", "x after")
+STEP_FACT = re.compile(r"^step (\d+) (.+)$")   # the naming lab's "step 2 cache"
+
+
+def _fact(text: str) -> str:
+    """A fact's key or value as the panel says it: its words in the lab's language, a number or a state as it is."""
+    step = STEP_FACT.match(text)
+    if step and step.group(2) in FACT_WORDS:
+        return say("step {n}: {what}", n=step.group(1), what=say(step.group(2)))
+    return say(text) if text in FACT_WORDS else text
+
+
 def changes_html(controls: list[tuple[str, object, object]], before: dict[str, str] | None,
                  after: dict[str, str]) -> str:
     """One line: which controls changed since the previous state, and which facts changed with them."""
     if before is None or not controls:
         return ""
-    flipped = "; ".join(f"{name}: {old!s} → {new!s}" for name, old, new in controls)
-    moved = [f"{html.escape(key)}: {html.escape(before[key])} → <b>{html.escape(value)}</b>"
+    flipped = say("; ").join(say("{name}: {old} → {new}", name=name, old=old, new=new) for name, old, new in controls)
+    moved = [say_html("{key}: {old} → {new}", key=html.escape(_fact(key)), old=html.escape(_fact(before[key])),
+                      new=f"<b>{html.escape(_fact(value))}</b>")
              for key, value in after.items() if key in before and before[key] != value]
-    said = "; ".join(moved) if moved else html.escape(say("nothing else changed"))
+    said = html.escape(say("; ")).join(moved) if moved else html.escape(say("nothing else changed"))
     since = f"<b>{html.escape(say('Since the previous state'))}</b>"
     sentence = say_html("{since} ({flipped}): {said}.", since=since, flipped=html.escape(flipped), said=said)
     return (f"<div style='white-space:normal;border-left:4px solid #e6a700;background:#fff8e1;padding:3px 8px;"

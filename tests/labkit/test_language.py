@@ -45,6 +45,7 @@ def option_texts() -> set[str]:
     texts = {*experiments.DECLARATIONS, *(meaning for meaning, _ in experiments.DECLARATIONS.values()),
              *experiments.DCE_DECLARATIONS, *experiments.OP_KINDS, *naming.SCHEMES, *naming.ORDERS,
              views.COMPILING, views.COMPUTED_NOW, *views.INTERRUPTED, labkit.exercises.EDIT, labkit.exercises.ANSWER,
+             *views.FACT_WORDS,
              *(cls.title for cls in (widgets.DeclarationLab, widgets.NamingLab, widgets.DynamicLab))}
     for node in ast.walk(ast.parse((LABKIT / "widgets.py").read_text())):   # _selection(kind, options, value, label)
         if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "_selection" and len(node.args) > 3
@@ -167,7 +168,9 @@ def test_a_lab_keeps_the_language_it_was_built_in_and_names_a_label_given_for_a_
     try:
         language.use_language("en")
         lab.set(declaration="over-declared")
-        assert "多声明了修改" in lab.view.value and "与上一个状态相比" in lab.changes.value
+        assert "多声明了修改" in lab.view.value
+        assert "与上一个状态相比</b>（声明：正确 → 多声明了修改）：" in lab.changes.value, lab.changes.value
+        assert "Since" not in lab.changes.value and "kernel runs" not in lab.changes.value, "its facts in Chinese too"
         assert "声明实验" in lab.heading.value
         with pytest.raises(ValueError) as raised:
             lab.set(declaration="多声明了修改")
