@@ -195,11 +195,6 @@ def interrupted_html() -> str:
             f"{html.escape(say(INTERRUPTED[1]))}</p>")
 
 
-# In English, as they always read (tests and the static views compare them).
-COMPILING_HTML, COMPUTED_NOW_HTML = f"<i>{COMPILING}</i>", f"<i>{COMPUTED_NOW}</i>"
-INTERRUPTED_HTML = f"<p style='color:#b00020'><b>{INTERRUPTED[0]}</b> {INTERRUPTED[1]}</p>"
-
-
 def lab_heading_html(title: str) -> str:
     """A widget's title line, as its static view shows it too."""
     return f"<p><b>{html.escape(title)}</b></p>"

@@ -48,9 +48,7 @@ ENTRY = ("stem", "title", "idea", "short_idea", "execution_s", "demo")
 ALLOWED = {
     "[tool.lab]": ("github", "branch", "reference_torch", "minimum_torch", "notebooks", "pace", "workshop",
                    "languages"),
-    "[tool.lab.languages.*]": ("name", "readme", "contents", "characters_per_minute", "all_notebooks", "in_english",
-                               "time_line", "map_columns", "this_one", "minutes", "language_cell", "titles",
-                               "short_ideas"),
+    "[tool.lab.languages.*]": (*translations.REQUIRED, "titles", "short_ideas"),
     "[[tool.lab.notebooks]]": (*ENTRY, "when_late", "topics"),
     "[tool.lab.pace]": ("words_per_minute", "code_lines_per_minute", "minutes_per_exercise", "round_to"),
     "[tool.lab.workshop]": ("setup_min", "min_buffer", "agendas"),
