@@ -19,6 +19,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from .errors import InputError
+from .language import Said, said, said_together, say
 
 SCALARS = (int, float, complex, bool, str, bytes, type(None))  # values compared and copied as they are
 
@@ -177,13 +178,19 @@ class Verdict:
         return (self.outputs_match and self.inputs_match and self.state_match and self.grads_match
                 and not self.caveats)
 
-    def __str__(self):
+    def said(self) -> Said:
+        """The verdict in one sentence, in English, that a view says in its language (:mod:`labkit.language`)."""
         if self.agree:
-            return "eager and compiled agree (outputs, inputs and gradients)" if self.gradients \
-                else "eager and compiled agree (outputs and inputs)"
+            return said("eager and compiled agree (outputs, inputs and gradients)") if self.gradients \
+                else said("eager and compiled agree (outputs and inputs)")
         if not self.problems:
-            return "labkit cannot say whether eager and compiled agree: " + "; ".join(self.caveats)
-        return "eager and compiled DIFFER: " + "; ".join(self.problems + self.caveats)
+            return said("labkit cannot say whether eager and compiled agree: {caveats}",
+                        caveats=said_together(self.caveats, "; ", "; "))
+        return said("eager and compiled DIFFER: {problems}", problems=said_together(self.problems + self.caveats,
+                                                                                    "; ", "; "))
+
+    def __str__(self):
+        return say(self.said())
 
 
 def check_inputs(call: Sequence, names: Sequence[str]) -> None:
@@ -274,8 +281,9 @@ def compare_runs(originals: Sequence[Sequence], eager: list, compiled: list,
                 for (_, a), (_, b) in zip(leaves_e, leaves_c)]
         if [k for k, _ in leaves_e] != [k for k, _ in leaves_c] or False in same:
             bad_outputs.append(i)
-        caveats += [f"labkit cannot compare {label}{suffix} ({type(value).__name__}): return tensors, numbers, "
-                    f"or lists/tuples/dicts of them" for (label, value), ok in zip(leaves_e, same) if ok is None]
+        caveats += [said("labkit cannot compare {label} ({kind}): return tensors, numbers, or lists/tuples/dicts of "
+                         "them", label=label + suffix, kind=type(value).__name__)
+                    for (label, value), ok in zip(leaves_e, same) if ok is None]
         before, after_e, after_c = (_argument_values(args, plain, with_grads) for args in (orig, args_e, args_c))
         changed_e, changed_c = _differences(before, after_e), _differences(before, after_c)
         mutated_e += [label + suffix for label in before if label in changed_e]
@@ -286,7 +294,8 @@ def compare_runs(originals: Sequence[Sequence], eager: list, compiled: list,
                 bad_inputs.setdefault(label, []).append((i, label in changed_e, label in changed_c))
     problems = []
     if bad_outputs:
-        problems.append("outputs differ" + (f" {for_inputs([shapes[i] for i in bad_outputs])}" if many else ""))
+        problems.append(said("outputs differ {calls}", calls=for_inputs([shapes[i] for i in bad_outputs]))
+                        if many else said("outputs differ"))
     problems += input_problems(bad_inputs, shapes if many else None)
     return Verdict(not bad_outputs, not bad_inputs, tuple(mutated_e), tuple(mutated_c), tuple(problems),
                    caveats=tuple(dict.fromkeys(caveats)))
@@ -295,14 +304,14 @@ def compare_runs(originals: Sequence[Sequence], eager: list, compiled: list,
 def call_shapes(call: Sequence) -> str:
     """A call's tensor inputs by their shapes, ``"[4]"`` or ``"[4] and [2, 3]"``: how a learner tells calls apart."""
     shapes = [str(list(a.shape)) for a in call if isinstance(a, torch.Tensor)]
-    return " and ".join(shapes) if shapes else "no tensor"
+    return said_together(shapes, " and ", " and ") if shapes else said("no tensor")
 
 
-def for_inputs(shapes: Sequence[str]) -> str:
+def for_inputs(shapes: Sequence[str]) -> Said:
     """``"for the inputs of shape [4] and [6]"``: the calls a finding holds for, named by their inputs' shapes."""
-    unique = list(dict.fromkeys(shapes))
-    listed = unique[0] if len(unique) == 1 else ", ".join(unique[:-1]) + " and " + unique[-1]
-    return f"for the input{'s' if len(shapes) > 1 else ''} of shape {listed}"
+    listed = said_together(dict.fromkeys(shapes))
+    return said("for the inputs of shape {listed}" if len(shapes) > 1 else "for the input of shape {listed}",
+                listed=listed)
 
 
 def input_problems(bad: dict[str, list], shapes: Sequence[str] | None, what: str = "") -> list[str]:
@@ -310,11 +319,15 @@ def input_problems(bad: dict[str, list], shapes: Sequence[str] | None, what: str
     (several calls), the calls it differs in, named by their inputs' shapes."""
     problems = []
     for name, cases in bad.items():
-        calls = f" {for_inputs([shapes[i] for i, _, _ in cases])}" if shapes else ""
         _, changed_e, changed_c = cases[0]
-        problems.append(f"{what}{name} differs afterwards{calls}: eager {'changed' if changed_e else 'left'} it, "
-                        f"compiled {'changed' if changed_c else 'left'} it"
-                        + (" differently" if changed_e and changed_c else ""))
+        how = said("eager {eager} it, compiled {compiled} it differently" if changed_e and changed_c
+                   else "eager {eager} it, compiled {compiled} it",
+                   eager=said("changed" if changed_e else "left"), compiled=said("changed" if changed_c else "left"))
+        if shapes:
+            problems.append(said("{what}{name} differs afterwards {calls}: {how}", what=what, name=name, how=how,
+                                 calls=for_inputs([shapes[i] for i, _, _ in cases])))
+        else:
+            problems.append(said("{what}{name} differs afterwards: {how}", what=what, name=name, how=how))
     return problems
 
 
@@ -357,15 +370,15 @@ def _gradient_problems(eager: list[dict], compiled: list[dict]) -> list[str]:
     for i, (grads_e, grads_c) in enumerate(zip(eager, compiled)):
         for label in grads_e:
             if same_value(grads_e[label], grads_c.get(label)) is not True:
-                problems.append(f"the gradient of {label}{f'@{i}' if many else ''} differs")
+                problems.append(said("the gradient of {label} differs", label=f"{label}@{i}" if many else label))
     return problems
 
 
 def with_gradients(verdict: Verdict, eager: list, compiled: list) -> Verdict:
     """Add the gradient comparison to the verdict (or say why there was nothing to compare)."""
     if any(grads is None for grads in eager + compiled):
-        note = ("backward=True, but no output requires grad: pass inputs made with requires_grad=True "
-                "(or a module with trainable parameters)")
+        note = said("backward=True, but no output requires grad: pass inputs made with requires_grad=True "
+                    "(or a module with trainable parameters)")
         return dataclasses.replace(verdict, caveats=verdict.caveats + (note,))
     problems = _gradient_problems(eager, compiled)
     labels = tuple(dict.fromkeys(label for grads in eager for label in grads))

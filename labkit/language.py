@@ -74,13 +74,60 @@ def catalogue(language: str) -> dict[str, str]:
 
 def say(english: str, **fields) -> str:
     """``english`` in the language labkit speaks now, its ``{fields}`` filled in; English where the catalogue has
-    no entry for it. A literal brace is written twice, ``{{``, with fields or without."""
+    no entry for it. A literal brace is written twice, ``{{``, with fields or without. A :class:`Said` (a sentence
+    the core made in English, :func:`said`) is said again from its template, its fields said too."""
+    if isinstance(english, Said) and not fields:
+        return english.again()
     return catalogue(current()).get(english, english).format_map(fields)
 
 
 def say_html(english: str, **html_fields) -> str:
     """:func:`say` for HTML: the sentence escaped, then ``html_fields`` (already HTML: escape what is text) put in."""
     return html.escape(catalogue(current()).get(english, english), quote=False).format_map(html_fields)
+
+
+class Said(str):
+    """A sentence the core made, in English, that remembers how: a template and its fields (:func:`said`), or
+    parts and the words between them (:func:`said_together`).
+
+    Why: the core's findings are facts other code reads (``"DIFFER" in sentence``, a test, a notebook's assert), so
+    they are English, whatever the learner reads; a view says them in its language at the last moment,
+    ``say(sentence)``. It is a ``str``: everything that read the English sentence reads it still.
+    """
+
+    def __new__(cls, template: str, fields: dict | None = None, parts: tuple = (), between: tuple = ()):
+        self = super().__new__(cls, _render(template, fields or {}, parts, between, say_it=False))
+        self.template, self.fields, self.parts, self.between = template, dict(fields or {}), tuple(parts), between
+        return self
+
+    def again(self) -> str:
+        """This sentence in the language labkit speaks now."""
+        return _render(self.template, self.fields, self.parts, self.between, say_it=True)
+
+    def __reduce__(self):
+        return Said, (self.template, self.fields, self.parts, self.between)
+
+
+def _render(template, fields, parts, between, say_it: bool) -> str:
+    word = say if say_it else (lambda text: str.__str__(text))
+    if parts or between:
+        separator, last = (word(text) for text in between)
+        said = [word(part) if isinstance(part, Said) else str(part) for part in parts]
+        return said[0] if len(said) == 1 else separator.join(said[:-1]) + last + said[-1] if said else ""
+    text = catalogue(current()).get(template, template) if say_it else template
+    return text.format_map({key: word(value) if isinstance(value, Said) else value for key, value in fields.items()})
+
+
+def said(template: str, **fields) -> Said:
+    """``template`` filled in, in English, remembering how (:class:`Said`): ``say`` says it later in a language.
+    A field that is itself :class:`Said` is said with it; any other (a name, a shape, a number) as it is."""
+    return Said(template, fields)
+
+
+def said_together(parts, separator: str = ", ", last: str = " and ") -> Said:
+    """Parts in one sentence, ``"a, b and c"`` in English; each part that is :class:`Said`, and the words between
+    (``separator``, ``last``), said later in the language of the view."""
+    return Said("", None, tuple(parts), (separator, last))
 
 
 def translated(english: str) -> bool:

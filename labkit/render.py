@@ -14,6 +14,7 @@ import re
 
 import torch
 
+from .language import said_together, say, say_html
 from .ops import split_qualname
 from .stages import StageReport
 
@@ -53,7 +54,15 @@ RAN_THEN_RAISED, RAISED_AT_RUN_TIME = "yes, then torch raised", "torch raised at
 RAN_TONES = {"yes": "ok", "no": "bad", "—": "muted", RAN_THEN_RAISED: "bad", RAISED_AT_RUN_TIME: "bad"}
 TONES = {KEPT: "ok", REMOVED: "bad", RAISED: "bad", NOT_REACHED: "muted", NOT_USED: "muted", NO_GRAPH: "muted",
          OUTSIDE: "warn"}
-ORDINALS = ("first", "second", "third", "fourth", "fifth")
+RUNS_NOTE = "kernel runs: the real kernel's calls, counted inside it, over all calls"
+FULL_MESSAGE = "torch's full message"
+ORDINALS = ("the first call (inputs of shape {shape})", "the second call (inputs of shape {shape})",
+            "the third call (inputs of shape {shape})", "the fourth call (inputs of shape {shape})",
+            "the fifth call (inputs of shape {shape})")
+# The words this module shows, each said in the language labkit speaks where it is shown (labkit.language); the
+# marks and titles above stay what the code compares and tests read.
+WORDS = (*STAGE_NAMES.values(), *TONES, *RAN_TONES, *CODE_TITLES.values(), "REMOVED", "NO", "op",
+         "kernel runs, eager", "kernel runs, compiled", "Inductor code")
 
 
 def stage_marks(report: StageReport, op_name: str) -> dict[str, str]:
@@ -89,40 +98,44 @@ def ran_mark(report: StageReport, op_name: str) -> str:
 
 def call_name(report: StageReport, index: int) -> str:
     """``"the second call (inputs of shape [6])"``."""
-    which = ORDINALS[index] if index < len(ORDINALS) else f"call number {index + 1}"
-    shape = report.shapes[index] if index < len(report.shapes) else "?"
-    return f"the {which} call (inputs of shape {shape or 'none'})"
+    shape = say(report.shapes[index]) if index < len(report.shapes) else "?"
+    if index < len(ORDINALS):
+        return say(ORDINALS[index], shape=shape or say("none"))
+    return say("call number {number} (inputs of shape {shape})", number=index + 1, shape=shape or say("none"))
 
 
 def what_happened(report: StageReport) -> list[str]:
     """One clause per run that torch stopped: where it raised, on which call. torch's message follows each."""
     said = []
     if report.eager_error:
-        said.append(f"Eager: torch raised on {call_name(report, report.eager_error.call)}")
+        said.append(say("Eager: torch raised on {call}", call=call_name(report, report.eager_error.call)))
     error = report.error
     if error:
         done = [STAGE_NAMES[s] for s in report.stages() if report.made(s)]
         where = call_name(report, error.call)
         if error.raised_in == "run time":
-            said.append(f"torch.compile: traced by {and_list(done)}, then torch raised at run time, on {where}")
+            said.append(say("torch.compile: traced by {stages}, then torch raised at run time, on {call}",
+                            stages=say(said_together(done)), call=where))
         elif error.raised_in == "Dynamo" or not done:
-            said.append(f"torch.compile: torch raised while Dynamo traced {where}, so no graph went further")
+            said.append(say("torch.compile: torch raised while Dynamo traced {call}, so no graph went further",
+                            call=where))
         else:
-            said.append(f"torch.compile: traced by {and_list(done)}, then torch raised in {error.raised_in}, "
-                        f"on {where}")
+            said.append(say("torch.compile: traced by {stages}, then torch raised in {stage}, on {call}",
+                            stages=say(said_together(done)), stage=error.raised_in, call=where))
     return said
 
 
 def fate_line(report: StageReport, op_name: str) -> str:
+    """One line: the op's mark at each stage and whether its kernel ran, in the language labkit speaks."""
     marks = stage_marks(report, op_name)
-    if OUTSIDE in marks.values():
-        return (f"{op_name}: in no graph (a graph break: Dynamo ran it eagerly) · "
-                f"kernel ran: {ran_mark(report, op_name)}")
-    words = {stage: ("REMOVED" if mark == REMOVED else "—" if mark in (NOT_USED, NO_GRAPH) else mark)
-             for stage, mark in marks.items()}
     ran = ran_mark(report, op_name)
-    return (f"{op_name}: Dynamo {words['dynamo']} · AOT {words['aot']} · Inductor {words['inductor']} · "
-            f"kernel ran: {'NO' if ran == 'no' else ran}")
+    if OUTSIDE in marks.values():
+        return say("{op}: in no graph (a graph break: Dynamo ran it eagerly) · kernel ran: {ran}", op=op_name,
+                   ran=say(ran))
+    words = {stage: (say("REMOVED") if mark == REMOVED else "—" if mark in (NOT_USED, NO_GRAPH) else say(mark))
+             for stage, mark in marks.items()}
+    return say("{op}: Dynamo {dynamo} · AOT {aot} · Inductor {inductor} · kernel ran: {ran}", op=op_name,
+               **words, ran=say("NO") if ran == "no" else say(ran))
 
 
 def require_report(report, caller: str) -> None:
@@ -148,8 +161,9 @@ def _ops_to_show(report: StageReport, ops) -> list[str]:
 
 
 def head_line(report: StageReport) -> str:
-    return (f"backend={report.backend} · dynamic={report.dynamic} · calls on inputs of shape "
-            f"{' then '.join(report.shapes)} · graphs compiled per call {report.graphs_per_call}")
+    return say("backend={backend} · dynamic={dynamic} · calls on inputs of shape {shapes} · graphs compiled per "
+               "call {per_call}", backend=report.backend, dynamic=report.dynamic,
+               shapes=say(" then ").join(say(shape) for shape in report.shapes), per_call=report.graphs_per_call)
 
 
 def summary(report: StageReport, ops: list[str] | None = None) -> str:
@@ -162,8 +176,8 @@ def summary(report: StageReport, ops: list[str] | None = None) -> str:
     if report.verdict:
         lines.append(("✔ " if report.verdict.agree else "✘ ") + str(report.verdict))
     for op in ops:
-        lines.append(f"{op}: kernel runs eager {report.eager_calls.get(op, 0)}, compiled "
-                     f"{report.compiled_calls.get(op, 0)}")
+        lines.append(say("{op}: kernel runs eager {eager}, compiled {compiled}", op=op,
+                         eager=report.eager_calls.get(op, 0), compiled=report.compiled_calls.get(op, 0)))
         lines.append("  " + fate_line(report, op))
     return "\n".join(lines)
 
@@ -289,7 +303,7 @@ def _mark_cell(mark: str, span: int = 1, removal: str = "bad") -> str:
     tone = mark_tone(mark, removal)
     weight = "bold" if tone in ("bad", "warn") else "normal"
     return (f'<td style="{CELL_STYLE};color:{COLOURS[tone]};font-weight:{weight}"'
-            f'{f" colspan={span}" if span > 1 else ""}>{mark}</td>')
+            f'{f" colspan={span}" if span > 1 else ""}>{html.escape(say(mark))}</td>')
 
 
 def fate_table(report: StageReport, ops: list[str], removal: str = "bad") -> str:
@@ -304,10 +318,12 @@ def fate_table(report: StageReport, ops: list[str], removal: str = "bad") -> str
         rows.append(f'<tr><td style="{CELL_STYLE}"><code>{html.escape(op)}</code></td>'
                     f'<td style="{NUMBER_STYLE}">{report.eager_calls.get(op, 0)}</td>'
                     f'<td style="{NUMBER_STYLE}">{report.compiled_calls.get(op, 0)}</td>{cells}</tr>')
-    head = "".join(f'<th style="{CELL_STYLE};text-align:{"right" if "runs" in h else "left"}">{h}</th>' for h in heads)
-    note = (f"<p style='color:{COLOURS['muted']};font-size:90%;margin:2px 0'>"
-            f"{'not used: this backend stops before that stage · ' if NOT_USED in _all_marks(report, ops) else ''}"
-            "kernel runs: the real kernel's calls, counted inside it, over all calls</p>")
+    head = "".join(f'<th style="{CELL_STYLE};text-align:{"right" if "runs" in h else "left"}">{html.escape(say(h))}'
+                   '</th>' for h in heads)
+    unused = (say("not used: this backend stops before that stage") + " · "
+              if NOT_USED in _all_marks(report, ops) else "")
+    note = (f"<p style='color:{COLOURS['muted']};font-size:90%;margin:2px 0'>{html.escape(unused)}"
+            f"{html.escape(say(RUNS_NOTE))}</p>")
     return f"<table style='border-collapse:collapse;margin:4px 0'><tr>{head}</tr>{''.join(rows)}</table>{note}"
 
 
@@ -317,15 +333,16 @@ def _all_marks(report: StageReport, ops) -> set[str]:
 
 def _error_html(sentence: str, error, same: bool = False) -> str:
     """torch's message after where it raised, wrapped; in full on demand. ``same``: eager's message again."""
-    message = "the same message as eager's" if same else f"{error.type_name}: {error.message}"
-    return (f"<p style='color:{COLOURS['bad']};margin:4px 0'><b>{html.escape(sentence)}:</b> "
-            f"{html.escape(message)}</p>"
-            f"<details><summary>torch's full message</summary><pre style='{_PRE}'>{html.escape(error.full)}</pre>"
-            "</details>")
+    message = say("the same message as eager's") if same else f"{error.type_name}: {error.message}"
+    return (f"<p style='color:{COLOURS['bad']};margin:4px 0'>"
+            + say_html("{sentence}: {message}", sentence=f"<b>{html.escape(sentence)}</b>",
+                       message=html.escape(message))
+            + f"</p><details><summary>{html.escape(say(FULL_MESSAGE))}</summary>"
+            f"<pre style='{_PRE}'>{html.escape(error.full)}</pre></details>")
 
 
 def _headline_html(tone: str, sentence: str) -> str:
-    return f'<p style="color:{COLOURS[tone]};font-weight:bold;margin:4px 0">{html.escape(sentence)}</p>'
+    return f'<p style="color:{COLOURS[tone]};font-weight:bold;margin:4px 0">{html.escape(say(sentence))}</p>'
 
 
 def to_html(report: StageReport, ops: list[str] | None = None, headline: tuple[str, str] | None = None) -> str:
@@ -338,12 +355,12 @@ def to_html(report: StageReport, ops: list[str] | None = None, headline: tuple[s
     if headline is not None:
         verdict = _headline_html(*headline)
     elif report.verdict is not None:
-        verdict = _headline_html("ok" if report.verdict.agree else "bad", str(report.verdict))
+        verdict = _headline_html("ok" if report.verdict.agree else "bad", report.verdict.said())
     raised = [e for e in (report.eager_error, report.error) if e]
     errors = "".join(_error_html(sentence, error, same=i == 1 and error.message == raised[0].message)
                      for i, (sentence, error) in enumerate(zip(what_happened(report), raised)))
     code = "".join(
-        f"<details{' open' if stage != 'dynamo' else ''}><summary>{CODE_TITLES[stage]}</summary>"
+        f"<details{' open' if stage != 'dynamo' else ''}><summary>{html.escape(say(CODE_TITLES[stage]))}</summary>"
         f"<pre style='{_PRE}'>{_highlight(c, ops)}</pre></details>"
         for stage, c in stage_code(report).items())
     head = f"<p style='margin:4px 0'>{html.escape(head_line(report))}</p>"

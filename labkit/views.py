@@ -17,43 +17,49 @@ import re
 from . import pictures, recordings
 from .render import (CELL_STYLE, COLOURS, NUMBER_STYLE, REMOVED, STAGE_NAMES, and_list, ran_mark, removal_tone,
                      require_report, stage_marks, to_html)
-from .language import say, say_html
+from .language import Said, said, say, say_html
 from .stages import StageReport
 
 
 # --- a lab's headline, and what changed since the previous state ------------------------------------
 
 
-def _times(n: int) -> str:
-    return "once" if n == 1 else "twice" if n == 2 else f"{n} times"
+def _times(n: int) -> Said:
+    return said("once") if n == 1 else said("twice") if n == 2 else said("{n} times", n=n)
 
 
-def lab_headline(report: StageReport, op_name: str, side_effect: bool = False) -> tuple[str, str]:
+def lab_headline(report: StageReport, op_name: str, side_effect: bool = False) -> tuple[str, Said]:
     """A lab's headline for one state, as (tone, sentence): what a user of the compiled function could observe.
 
     Outputs and inputs (the verdict), a stage that raised, and, for an op whose kernel has a Python side effect
     (``side_effect``: the lab's catalogue says which), how many times it ran: a side effect that ran a different
     number of times compiled is a difference even where outputs and inputs agree, so it is never green. A pure op
     whose unused result is removed as dead code is no difference a caller can observe: green, and said.
+    The sentence is English (:class:`~labkit.language.Said`); the panel says it in the lab's language.
     """
     require_report(report, "views.lab_headline")
     if report.verdict is None:   # only where torch raised: compile_and_compare compares every run that finished
-        runs = [run for run, error in (("eagerly", report.eager_error), ("compiled", report.error)) if error]
-        return "bad", f"torch raised ({and_list(runs)}), so there are no results to compare: where and why below"
+        runs = said("eagerly and compiled" if report.eager_error and report.error
+                    else "eagerly" if report.eager_error else "compiled")
+        return "bad", said("torch raised ({runs}), so there are no results to compare: where and why below",
+                           runs=runs)
     if not report.verdict.agree:
-        return "bad", str(report.verdict)
+        return "bad", report.verdict.said()
     eager, compiled = report.eager_calls.get(op_name, 0), report.compiled_calls.get(op_name, 0)
     if side_effect and eager != compiled:
-        what = "is lost" if compiled < eager else "ran more often than in eager"
-        return "bad", (f"outputs and inputs agree, but the op's Python side effect {what}: its kernel ran "
-                       f"{_times(eager)} eagerly and {_times(compiled)} compiled")
-    said = str(report.verdict)
+        return "bad", said("outputs and inputs agree, but the op's Python side effect is lost: its kernel ran "
+                           "{eager} eagerly and {compiled} compiled" if compiled < eager else
+                           "outputs and inputs agree, but the op's Python side effect ran more often than in eager: "
+                           "its kernel ran {eager} eagerly and {compiled} compiled",
+                           eager=_times(eager), compiled=_times(compiled))
+    verdict = report.verdict.said()
     if side_effect:
-        return "ok", f"{said}; the op's Python side effect ran {_times(eager)}, as in eager"
+        return "ok", said("{verdict}; the op's Python side effect ran {times}, as in eager", verdict=verdict,
+                          times=_times(eager))
     if compiled == 0 < eager and REMOVED in stage_marks(report, op_name).values():
-        return "ok", (f"{said}; the op's kernel was removed as dead code (its result is unused): nothing a caller "
-                      "can observe")
-    return "ok", said
+        return "ok", said("{verdict}; the op's kernel was removed as dead code (its result is unused): nothing a "
+                          "caller can observe", verdict=verdict)
+    return "ok", verdict
 
 
 def headline_word(tone_and_sentence: tuple[str, str]) -> str:
@@ -169,7 +175,11 @@ def fate_picture_html(report: StageReport, op_name: str, headline: tuple[str, st
     if key not in _FATE_PNGS:
         figure = pictures.draw_fate(report, op_name, title=False, removal=removal)
         _FATE_PNGS[key] = base64.b64encode(pictures.png(figure)).decode()
-    alt = html.escape(", ".join(f"{STAGE_NAMES[s]} {m}" for s, m in zip(STAGE_NAMES, key[0])) + f", ran {key[1]}")
+    # The picture's words stay English (the plotting library finds no Chinese font on Colab or Binder: it would draw boxes); its
+    # alt text, which a screen reader reads and a hover shows, is said in the lab's language.
+    alt = html.escape(say(", ").join(say("{stage} {mark}", stage=STAGE_NAMES[s], mark=say(m))
+                                     for s, m in zip(STAGE_NAMES, key[0]))
+                      + say(", ran {ran}", ran=say(key[1])))
     return f"<img alt='{alt}' title='{alt}' src='data:image/png;base64,{_FATE_PNGS[key]}' style='max-width:100%'>"
 
 
@@ -220,8 +230,8 @@ def declaration_view_html(declaration: str, meaning: str, schema: str, report: S
     said = say_html("{declaration}: the kernel {meaning}.", declaration=f"<b>{html.escape(declaration)}</b>",
                     meaning=html.escape(meaning))
     return (f"<div style='white-space:normal'><p style='margin:4px 0'>{said}"
-            f"<br>schema: <code>{html.escape(schema)}</code><br>"
-            f"<code>def step(x): out = op(x); return x * 2 if out is None else x + out</code></p>"
+            "<br>" + say_html("schema: {schema}", schema=f"<code>{html.escape(schema)}</code>") + "<br>"
+            "<code>def step(x): out = op(x); return x * 2 if out is None else x + out</code></p>"
             + _fate_and_report(report, op_name, lab_headline(report, op_name)) + "</div>")
 
 
@@ -234,10 +244,13 @@ def dce_view_html(schema: str, op_name: str, report: StageReport, side_effect: b
     """The dynamic-shapes and DCE lab's view: the program, the graphs per call and their shapes, the op's fate;
     ``side_effect``: the op's kernel has a Python side effect (see :func:`lab_headline`)."""
     sizes = " | ".join(", ".join(g.input_shapes) for g in report.dynamo_graphs)
-    return (f"<div style='white-space:normal'><p style='margin:4px 0'><code>def unused_result(x): op(x); "
-            f"return x + 1</code>: the op's result is never used.<br>schema <code>{html.escape(schema)}</code>"
-            f"<br>graphs compiled per call: <b>{report.graphs_per_call}</b> (recompiles: {report.recompiles}); "
-            f"input shapes each graph was built for: <code>{html.escape(sizes or 'none')}</code></p>"
+    program = say_html("{program}: the op's result is never used.",
+                       program="<code>def unused_result(x): op(x); return x + 1</code>")
+    graphs = say_html("graphs compiled per call: {per_call} (recompiles: {recompiles}); input shapes each graph was "
+                      "built for: {sizes}", per_call=f"<b>{report.graphs_per_call}</b>", recompiles=report.recompiles,
+                      sizes=f"<code>{html.escape(sizes or say('none'))}</code>")
+    schema = say_html("schema: {schema}", schema=f"<code>{html.escape(schema)}</code>")
+    return (f"<div style='white-space:normal'><p style='margin:4px 0'>{program}<br>{schema}<br>{graphs}</p>"
             + _fate_and_report(report, op_name, lab_headline(report, op_name, side_effect)) + "</div>")
 
 

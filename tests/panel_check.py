@@ -8,6 +8,8 @@ tests/delivery/test_browser.py (the page JupyterLab really shows)."""
 import re
 from html.parser import HTMLParser
 
+from labkit.language import catalogue
+
 COLUMNS = ("op", "kernel runs, eager", "kernel runs, compiled", "Dynamo graph", "AOTAutograd graph", "Inductor code")
 CODE = {"Dynamo graph": "Dynamo graph", "AOTAutograd graph": "AOTAutograd graph", "Inductor code": "Inductor code"}
 OLD_NAMES = {"calls eager": "kernel runs, eager", "calls compiled": "kernel runs, compiled"}  # read a531288's too
@@ -15,11 +17,22 @@ MARKS = {"kept", "removed", "torch raised here", "not reached", "not used", "no 
          "in no graph (a graph break): ran eagerly"}
 
 
-class Panel(HTMLParser):
-    """What a panel shows: its tables (rows of cell texts), its code sections (summary -> text), its text."""
+def in_english(language: str) -> dict[str, str]:
+    """{a table's word or a code section's title in ``language``: the English word}: a panel in another language is
+    read, cell by cell, as the English one is (the words a learner reads are checked in their language elsewhere)."""
+    words = {*COLUMNS, *MARKS, *CODE.values(), "AOTAutograd backward graph"}
+    said = {catalogue(language).get(word, word): word for word in words}
+    assert len(said) == len(words), f"two of a panel's words read the same in {language}"
+    return said
 
-    def __init__(self, page: str):
+
+class Panel(HTMLParser):
+    """What a panel shows: its tables (rows of cell texts), its code sections (summary -> text), its text; the
+    cells and code titles of a panel in another ``language`` read back as their English words."""
+
+    def __init__(self, page: str, language: str = "en"):
         super().__init__()
+        self._english = in_english(language)
         self.tables, self.code, self.text = [], {}, []
         self.colours = []           # (a table cell's text, its colour): the tone a learner sees
         self.headline_colour = None  # the colour of the panel's bold headline (the verdict's or the lab's)
@@ -42,11 +55,13 @@ class Panel(HTMLParser):
 
     def handle_endtag(self, tag):
         if tag in ("td", "th") and self._cell is not None:
-            self.tables[-1][-1].append("".join(self._cell).strip())
+            cell = "".join(self._cell).strip()
+            self.tables[-1][-1].append(self._english.get(cell, cell))
             self.colours.append((self.tables[-1][-1][-1], self._colour))
             self._cell = None
         elif tag == "summary" and self._summary is not None:
-            self._last_summary, self._summary = "".join(self._summary).strip(), None
+            title = "".join(self._summary).strip()
+            self._last_summary, self._summary = self._english.get(title, title), None
         elif tag == "pre" and self._pre is not None:
             self.code[getattr(self, "_last_summary", "")] = "".join(self._pre)
             self._pre = None
@@ -75,9 +90,9 @@ def _colour(attrs) -> str | None:
     return found.group(1).strip() if found else None
 
 
-def contradictions(page: str, op_name: str, state) -> list[str]:
+def contradictions(page: str, op_name: str, state, language: str = "en") -> list[str]:
     """What the panel says that its own printed graphs and code, or its own words, contradict."""
-    panel, found = Panel(page), []
+    panel, found = Panel(page, language), []
     said = " ".join("".join(panel.text).split())
     if "(calls " in said or re.search(r"calls \d", said):
         found.append(f"{state}: a bare call index beside kernel-run counts")

@@ -11,31 +11,45 @@ import json
 import pytest
 
 import labkit
-from labkit import cache, experiments, language, naming, views, widgets
+from labkit import cache, experiments, language, naming, render, views, widgets
 from repo import ROOT
 
 LABKIT = ROOT / "labkit"
 
 
 def said_in_code() -> set[str]:
-    """Every literal English text labkit's modules pass to ``say`` or ``say_html`` (``language.say(...)``, or the
-    names imported from labkit.language): in a module that imports them, not a callback that happens to be called
-    ``say`` (warmup's, the doctor's)."""
+    """Every literal English text labkit's modules pass to ``say``, ``say_html`` or ``said``, and the words between
+    parts that ``said_together`` is given (``language.say(...)``, or the names imported from labkit.language): in a
+    module that imports them, not a callback that happens to be called ``say`` (warmup's, the doctor's). A text
+    chosen by ``a if ... else b`` is both."""
     texts = set()
     for path in LABKIT.rglob("*.py"):
         tree = ast.parse(path.read_text())
         imported = {alias.asname or alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
                     and node.module == "language" for alias in node.names}
         for node in ast.walk(tree):
-            if not (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
-                    and isinstance(node.args[0].value, str)):
+            if not (isinstance(node, ast.Call) and node.args):
                 continue
             func = node.func
-            if (isinstance(func, ast.Name) and func.id in imported & {"say", "say_html"}) or (
-                    isinstance(func, ast.Attribute) and func.attr in ("say", "say_html")
-                    and getattr(func.value, "id", None) == "language"):
-                texts.add(node.args[0].value)
+            name = func.id if isinstance(func, ast.Name) and func.id in imported else \
+                func.attr if isinstance(func, ast.Attribute) and getattr(func.value, "id", None) == "language" else None
+            if name in ("say", "say_html", "said"):
+                texts |= _texts(node.args[0])
+        for node in ast.walk(tree):   # said_together(parts, separator, last): the words between the parts
+            func = getattr(node, "func", None)
+            if isinstance(node, ast.Call) and (getattr(func, "id", None) in imported & {"said_together"}):
+                texts.update(arg.value for arg in [*node.args[1:], *(k.value for k in node.keywords)]
+                             if isinstance(arg, ast.Constant) and isinstance(arg.value, str))
     return texts
+
+
+def _texts(node) -> set[str]:
+    """The literal texts an argument can be: a string, or either branch of ``a if ... else b``."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return {node.value}
+    if isinstance(node, ast.IfExp):
+        return _texts(node.body) | _texts(node.orelse)
+    return set()
 
 
 def option_texts() -> set[str]:
@@ -45,7 +59,8 @@ def option_texts() -> set[str]:
     texts = {*experiments.DECLARATIONS, *(meaning for meaning, _ in experiments.DECLARATIONS.values()),
              *experiments.DCE_DECLARATIONS, *experiments.OP_KINDS, *naming.SCHEMES, *naming.ORDERS,
              views.COMPILING, views.COMPUTED_NOW, *views.INTERRUPTED, labkit.exercises.EDIT, labkit.exercises.ANSWER,
-             *views.FACT_WORDS,
+             *views.FACT_WORDS, *render.WORDS, *render.ORDINALS, render.RUNS_NOTE, render.FULL_MESSAGE, ", ",
+             " and ",
              *(cls.title for cls in (widgets.DeclarationLab, widgets.NamingLab, widgets.DynamicLab))}
     for node in ast.walk(ast.parse((LABKIT / "widgets.py").read_text())):   # _selection(kind, options, value, label)
         if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "_selection" and len(node.args) > 3
@@ -93,7 +108,7 @@ def test_every_text_labkit_says_has_its_chinese():
 
 
 def _reads_the_same(text: str) -> bool:
-    return text in {"dynamic", "fullgraph", '"unknown"', "has_side_effect"}
+    return text in {"dynamic", "fullgraph", '"unknown"', "has_side_effect", "Dynamo", "AOTAutograd", "Inductor", "—"}
 
 
 def test_a_language_labkit_has_no_catalogue_of_gets_one_sentence():

@@ -103,6 +103,16 @@ def replica_run(program, make_inputs, backend, dynamic, fullgraph=False):
 
 GREEN = "#1b7f3b"
 _TIMES = {"once": 1, "twice": 2}
+# What a reader of each language reads in a panel that says: eager raised, torch.compile raised, eager and compiled
+# agree, torch raised (the headline, the picture's alt text), a side effect ran N and M times, removed as dead code.
+WORDS = {"en": {"eager raised": "Eager: torch raised", "compiled raised": "torch.compile: ",
+                "agree": ("eager and compiled agree", "outputs and inputs agree"), "raised": "raised",
+                "ran": r"ran (\w+) (?:times )?eagerly and (\w+)", "side effect": "side effect",
+                "dead code": "removed as dead code"},
+         "zh-CN": {"eager raised": "Eager：torch 在", "compiled raised": "torch.compile：",
+                   "agree": ("eager 与编译后的结果一致", "输出和输入一致"), "raised": "报错",
+                   "ran": r"eager 下运行了 (\d+) 次，编译后运行了 (\d+) 次", "side effect": "副作用",
+                   "dead code": "作为死代码被删除"}}
 
 
 def headline(page: str) -> tuple[str | None, str]:
@@ -111,37 +121,41 @@ def headline(page: str) -> tuple[str | None, str]:
     return (found.group(1), html.unescape(found.group(2))) if found else (None, "")
 
 
-def check_headline(page: str, truth, side_effect: bool, state) -> list[str]:
+def check_headline(page: str, truth, side_effect: bool, state, language: str = "en") -> list[str]:
     """The headline is green only where nothing a user can observe differs: outputs, inputs, a stage that raised,
     and (for an op with a Python side effect) how many times its kernel ran; its words name what differs."""
     eager_runs, compiled_runs, eager_raised, compiled_raised, agree, _ = truth
     colour, words = headline(page)
+    reads = WORDS[language]
     raised = eager_raised or compiled_raised
     lost = side_effect and eager_runs != compiled_runs
     found = [f"{state}: the panel has no headline"] if colour is None else []
     if colour is not None and (colour == GREEN) != (not raised and bool(agree) and not lost):
         found.append(f"{state}: the headline is {'green' if colour == GREEN else 'not green'} ({words!r}), but "
                      f"raised={raised}, agree={agree}, side effect ran eager {eager_runs} / compiled {compiled_runs}")
-    if raised and "raised" not in words:
+    if raised and reads["raised"] not in words:
         found.append(f"{state}: torch raised, and the headline does not say so: {words!r}")
     if lost:
-        counts = re.search(r"ran (\w+) (?:times )?eagerly and (\w+)", words)
+        counts = re.search(reads["ran"], words)
         said = [_TIMES.get(c, int(c) if c.isdigit() else c) for c in counts.groups()] if counts else None
-        if "side effect" not in words or said != [eager_runs, compiled_runs]:
+        if reads["side effect"] not in words or said != [eager_runs, compiled_runs]:
             found.append(f"{state}: the side effect ran {eager_runs} / {compiled_runs} times; the headline: {words!r}")
-    if colour == GREEN and not side_effect and compiled_runs == 0 < eager_runs and "removed as dead code" not in words:
+    if colour == GREEN and not side_effect and compiled_runs == 0 < eager_runs and reads["dead code"] not in words:
         found.append(f"{state}: green over a removed kernel without saying 'removed as dead code': {words!r}")
     if compiled_raised:
         picture = re.search(r"<img alt='([^']*)'", page)
-        if picture is None or "raised" not in picture.group(1):
+        if picture is None or reads["raised"] not in picture.group(1):
             found.append(f"{state}: torch raised compiled, and the fate strip marks no stage that raised "
                          f"({picture.group(1) if picture else 'no picture'})")
     return found
 
 
-def check_panel(page: str, op_name: str, truth, state, side_effect: bool = False) -> list[str]:
-    """The contradictions between a panel and the truth (a plain-torch replica), and within the panel."""
-    panel, found = Panel(page), contradictions(page, op_name, state) + check_headline(page, truth, side_effect, state)
+def check_panel(page: str, op_name: str, truth, state, side_effect: bool = False, language: str = "en") -> list[str]:
+    """The contradictions between a panel and the truth (a plain-torch replica), and within the panel, read in the
+    panel's ``language``."""
+    panel = Panel(page, language)
+    found = contradictions(page, op_name, state, language) + check_headline(page, truth, side_effect, state, language)
+    reads = WORDS[language]
     said = " ".join("".join(panel.text).split())
     eager_runs, compiled_runs, eager_raised, compiled_raised, agree, per_call = truth
     row = panel.row(op_name)
@@ -149,14 +163,29 @@ def check_panel(page: str, op_name: str, truth, state, side_effect: bool = False
         found.append(f"{state}: kernel runs, eager {row.get('kernel runs, eager')} (counted: {eager_runs})")
     if row.get("kernel runs, compiled") != str(compiled_runs):
         found.append(f"{state}: kernel runs, compiled {row.get('kernel runs, compiled')} (counted: {compiled_runs})")
-    if ("Eager: torch raised" in said) != eager_raised:
+    if (reads["eager raised"] in said) != eager_raised:
         found.append(f"{state}: the panel {'does not say' if eager_raised else 'says'} eager raised")
-    if ("torch.compile: " in said) != compiled_raised:
+    if (reads["compiled raised"] in said) != compiled_raised:
         found.append(f"{state}: the panel {'does not say' if compiled_raised else 'says'} torch.compile raised")
-    if agree is not None and (any(words in said for words in ("eager and compiled agree", "outputs and inputs agree"))
-                              != agree):
+    if agree is not None and any(words in said for words in reads["agree"]) != agree:
         found.append(f"{state}: the panel's verdict disagrees with the replica (agree={agree})")
     return found
+
+
+# The English a Chinese panel keeps: names of torch's stages, APIs and options, and the words Chinese PyTorch
+# engineers write in English (eager, kernel, schema); code, op names and torch's own messages are left out before.
+KEPT_IN_ENGLISH = {"Eager", "eager", "torch", "compile", "Dynamo", "AOTAutograd", "AOT", "Inductor", "kernel",
+                   "backend", "dynamic", "inductor", "aot_eager", "True", "False", "schema", "fake", "mutates_args",
+                   "register_fake", "unknown", "Python", "x", "None"}
+
+
+def english_left(page: str, report) -> list[str]:
+    """The English words a panel in Chinese shows outside code, op names and torch's messages."""
+    text = html.unescape(re.sub(r"<[^>]+>", " ", re.sub(r"<(pre|code)[^>]*>.*?</\1>", " ", page, flags=re.S)))
+    for error in (report.eager_error, report.error):
+        if error is not None:
+            text = text.replace(f"{error.type_name}: {error.message}", " ")
+    return sorted({word for word in re.findall(r"[A-Za-z][A-Za-z_]*", text) if word not in KEPT_IN_ENGLISH})
 
 
 def _declaration_inputs():
@@ -180,7 +209,9 @@ def test_every_declaration_lab_state_is_true_and_consistent(speaking):
             name = e.declaration_spec(state["declaration"], "t_ws_d").name
             truth = replica_run((e.uses_result, e.DECLARATIONS[state["declaration"]][1]), _declaration_inputs,
                                 state["backend"], e.DYNAMIC_CHOICES[state["dynamic"]])
-            found += check_panel(lab.view.value, name, truth, state)
+            found += check_panel(lab.view.value, name, truth, state, language=speaking)
+            if speaking != "en" and english_left(lab.view.value, lab.report):
+                found.append(f"{state}: English in the {speaking} panel: {english_left(lab.view.value, lab.report)}")
             meaning = e.DECLARATIONS[state["declaration"]][0]
             if not re.match(r"(writes|is|declares)\b", meaning):
                 found.append(f"{state}: 'the kernel {meaning}' lacks its verb")
