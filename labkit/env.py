@@ -12,10 +12,12 @@ import shutil
 import subprocess
 import sys
 import threading
+import unicodedata
 
 import torch
 
 from . import _torch as internals
+from .language import say
 
 # The oldest torch on which every notebook passes, measured by tools/torch_matrix.py
 # (docs/torch-versions.md). Written here from pyproject's [tool.lab] minimum_torch so that the gate
@@ -159,6 +161,19 @@ def report() -> dict[str, str]:
 
 
 def report_text(info: dict[str, str] | None = None) -> str:
+    """The report as setup prints it: its keys in the language labkit speaks (the dict keeps them in English), in a
+    column as wide as the widest key on screen (a Chinese character takes two columns of a monospace font)."""
     info = info if info is not None else report()
-    width = max(map(len, info))
-    return "\n".join(f"{key:<{width}}  {value}" for key, value in info.items())
+    keys = {key: say(key) for key in info}
+    width = max(map(_columns, keys.values()))
+    return "\n".join(f"{keys[key]}{' ' * (width - _columns(keys[key]))}  "
+                     f"{say(value) if value in REPORT_WORDS else value}" for key, value in info.items())
+
+
+# The report's keys and its sentences that are not a version or a name, said in the language labkit speaks.
+REPORT_WORDS = ("platform", "device", "gpu", "triton", "c++ compiler", "in Colab",
+                "missing (Inductor cannot generate GPU kernels)", "none found (Inductor on CPU needs one)")
+
+
+def _columns(text: str) -> int:
+    return sum(2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in text)

@@ -186,13 +186,17 @@ def number_list(answer: Any) -> list[float] | None:
         return None
 
 
-def check_list(answer: Any, truth: list, success: str, hint: str, name: str = "the answer") -> bool:
+def check_list(answer: Any, truth: list, success: str, hint: str, name: str = ANSWER) -> bool:
     """Check a list-of-numbers answer (a list, a tuple, or a one-dimensional tensor: :func:`number_list`): one
     sentence saying what shape of answer is wanted when ``answer`` is none of these or has the wrong length, else
     ✔ or ✘ with ``hint``."""
     values = number_list(answer)
     if values is None or len(values) != len(truth):
-        print(f"✘ {name} is {brief(answer)}: answer a list of {len(truth)} numbers, such as {[0] * len(truth)}.")
+        print("✘ " + (say("{name} is {answer}: answer a list of {count} numbers, such as {example}.", name=say(name),
+                          answer=brief(answer), count=len(truth), example=[0] * len(truth))
+                      if name == ANSWER and translated(name)
+                      else f"{name} is {brief(answer)}: answer a list of {len(truth)} numbers, such as "
+                           f"{[0] * len(truth)}."))
         return False
     return check(values == [float(v) for v in truth], success, hint)
 
@@ -213,14 +217,17 @@ def check_each(predictions: dict, truth: dict, allowed, hint: str) -> bool:
         if choice(predictions.get(key), allowed, name=f"the answer for {key!r}") is None:
             return False
     wrong = wrong_keys(predictions, truth, allowed)
-    return check(not wrong, f"all {len(truth)} right.", f"look again at {', '.join(wrong or [])}: {hint}")
+    return check(not wrong, say("all {count} right.", count=len(truth)),
+                 f"look again at {', '.join(wrong or [])}: {hint}")
 
 
-def check_number(answer: Any, truth: int, success: str, hint: str, name: str = "the answer") -> bool:
+def check_number(answer: Any, truth: int, success: str, hint: str, name: str = ANSWER) -> bool:
     """Check a whole-number answer: one sentence asking for a whole number when ``answer`` is none, else ✔ or ✘.
     ``name`` says which answer that sentence is about where an exercise asks for several: ``"the answer for 'int'"``."""
     if whole_number(answer) is None:
-        print(f"✘ {name} is {brief(answer)}: answer a whole number, such as 1 or 5.")
+        print("✘ " + (say("{name} is {answer}: answer a whole number, such as 1 or 5.", name=say(name),
+                          answer=brief(answer)) if name == ANSWER and translated(name)
+                      else f"{name} is {brief(answer)}: answer a whole number, such as 1 or 5."))
         return False
     return check(whole_number(answer) == truth, success, hint)
 
@@ -231,12 +238,13 @@ def check_numbers(predictions: dict, truth: dict, success: str, hint: str | dict
     ``hint`` is one sentence, or one per key ({key: hint}): then each wrong key is said with its own hint (a key
     without one is named alone)."""
     if not isinstance(predictions, dict):
-        print(f"✘ the answer is {brief(predictions)}: keep the dict and fill in its numbers.")
+        print("✘ " + say("the answer is {answer}: keep the dict and fill in its numbers.", answer=brief(predictions)))
         return False
     numbers = {key: whole_number(predictions.get(key)) for key in truth}
     unread = [key for key, number in numbers.items() if number is None]
     if unread:
-        print(f"✘ the answer for {', '.join(map(repr, unread))} is not a whole number: answer 0, 1, 2, ...")
+        print("✘ " + say("the answer for {keys} is not a whole number: answer 0, 1, 2, ...",
+                         keys=", ".join(map(repr, unread))))
         return False
     wrong = [key for key in truth if numbers[key] != truth[key]]
     if isinstance(hint, str):

@@ -175,8 +175,8 @@ def fate_picture_html(report: StageReport, op_name: str, headline: tuple[str, st
     if key not in _FATE_PNGS:
         figure = pictures.draw_fate(report, op_name, title=False, removal=removal)
         _FATE_PNGS[key] = base64.b64encode(pictures.png(figure)).decode()
-    # The picture's words stay English (the plotting library finds no Chinese font on Colab or Binder: it would draw boxes); its
-    # alt text, which a screen reader reads and a hover shows, is said in the lab's language.
+    # The picture's words stay English (the plotting library finds no Chinese font on Colab or Binder: it would draw
+    # boxes); its alt text, which a screen reader reads and a hover shows, is said in the lab's language.
     alt = html.escape(say(", ").join(say("{stage} {mark}", stage=STAGE_NAMES[s], mark=say(m))
                                      for s, m in zip(STAGE_NAMES, key[0]))
                       + say(", ran {ran}", ran=say(key[1])))

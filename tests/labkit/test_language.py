@@ -59,8 +59,8 @@ def option_texts() -> set[str]:
     texts = {*experiments.DECLARATIONS, *(meaning for meaning, _ in experiments.DECLARATIONS.values()),
              *experiments.DCE_DECLARATIONS, *experiments.OP_KINDS, *naming.SCHEMES, *naming.ORDERS,
              views.COMPILING, views.COMPUTED_NOW, *views.INTERRUPTED, labkit.exercises.EDIT, labkit.exercises.ANSWER,
-             *views.FACT_WORDS, *render.WORDS, *render.ORDINALS, render.RUNS_NOTE, render.FULL_MESSAGE, ", ",
-             " and ",
+             *views.FACT_WORDS, *render.WORDS, *render.ORDINALS, render.RUNS_NOTE, render.FULL_MESSAGE,
+             *labkit.env.REPORT_WORDS, ", ", " and ",
              *(cls.title for cls in (widgets.DeclarationLab, widgets.NamingLab, widgets.DynamicLab))}
     for node in ast.walk(ast.parse((LABKIT / "widgets.py").read_text())):   # _selection(kind, options, value, label)
         if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "_selection" and len(node.args) > 3
@@ -108,7 +108,8 @@ def test_every_text_labkit_says_has_its_chinese():
 
 
 def _reads_the_same(text: str) -> bool:
-    return text in {"dynamic", "fullgraph", '"unknown"', "has_side_effect", "Dynamo", "AOTAutograd", "Inductor", "—"}
+    return text in {"dynamic", "fullgraph", '"unknown"', "has_side_effect", "Dynamo", "AOTAutograd", "Inductor", "—",
+                    "triton"}
 
 
 def test_a_language_labkit_has_no_catalogue_of_gets_one_sentence():
