@@ -42,7 +42,8 @@ def _selection(kind, options, value, description: str, parameter: str | None = N
     Each option is a (label, value) pair: the value is what the lab computes with and names its op after, the label
     what a learner reads, ``say(value)`` in the language labkit speaks (:mod:`labkit.language`)."""
     if not isinstance(value, str) or value not in options:
-        raise ValueError(f"{parameter or description} must be one of {list(options)}, not {brief(value)}.")
+        raise ValueError(say("{name} must be one of {options}, not {value}.", name=parameter or description,
+                             options=list(options), value=brief(value)))
     return kind(options=[(say(option), option) for option in options], value=value, description=description)
 
 
@@ -104,17 +105,19 @@ class LabWidget:
     def problem(self, name: str, value) -> str | None:
         """Why control ``name`` cannot take ``value`` (one sentence), or None when it can."""
         if name not in self.controls:
-            return f"{type(self).__name__} has no control {name!r}; its controls are {list(self.controls)}."
+            return say("{lab} has no control {name}; its controls are {controls}.", lab=type(self).__name__,
+                       name=repr(name), controls=list(self.controls))
         options = _options(self.controls[name])
         if options is not None and (not isinstance(value, str) or value not in options):
             labelled = [option[1] for option in self.controls[name].options
                         if isinstance(option, tuple) and option[0] == value and option[0] != option[1]]
             if labelled:   # a label the learner reads, given where the value goes
-                return f"{name}: {value!r} is the label of {labelled[0]!r}; set() takes the value, {labelled[0]!r}."
-            return f"{name} must be one of {options}, not {brief(value)}."
+                return say("{name}: {label} is the label of {value}; set() takes the value, {value}.", name=name,
+                           label=repr(value), value=repr(labelled[0]))
+            return say("{name} must be one of {options}, not {value}.", name=name, options=options, value=brief(value))
         if options is None and not isinstance(value, type(self.controls[name].value)):
-            return (f"{name} must be a {type(self.controls[name].value).__name__}, "
-                    f"not {type(value).__name__} ({brief(value)}).")
+            return say("{name} must be a {kind}, not {given} ({value}).", name=name,
+                       kind=type(self.controls[name].value).__name__, given=type(value).__name__, value=brief(value))
         return None
 
     def set(self, **values) -> "LabWidget":

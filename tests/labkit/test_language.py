@@ -9,6 +9,7 @@ import ast
 import json
 
 import pytest
+import torch
 
 import labkit
 from labkit import cache, experiments, language, naming, render, views, widgets
@@ -243,3 +244,31 @@ def test_the_other_labs_in_chinese_compute_the_english_labs_states(cls, states):
         chinese.close()
         english.close()
         labkit.drop_namespace(namespace)
+
+
+def test_a_refusal_and_the_environment_table_speak_the_language_labkit_speaks(chinese):
+    lab = widgets.DeclarationLab(namespace="t_lang_refuse")
+    try:
+        with pytest.raises(ValueError) as raised:
+            lab.set(declaration="nope")
+        assert str(raised.value).startswith("declaration 必须是 [") and str(raised.value).endswith("而不是 'nope'。")
+    finally:
+        lab.close()
+        labkit.drop_namespace("t_lang_refuse")
+    table = labkit.env.report_text({"torch": "2.13.0", "device": "cpu", "in Colab": "False"}).splitlines()
+    assert table == ["torch        2.13.0", "设备         cpu", "在 Colab 中  False"], "keys said, aligned on screen"
+
+
+def test_a_report_said_in_chinese_is_the_english_report_underneath(chinese):
+    """The core's sentences stay English (what code and tests read); a view says them in the language labkit speaks."""
+    op = labkit.declare(labkit.OpSpec(name="t_lang_r::bump", mutates_args=(), writes=("x",), returns="none"))
+    try:
+        report = labkit.compile_and_compare(experiments.uses_result(op), torch.arange(3.0), backend="inductor")
+        english = report.verdict.said()
+        assert english.startswith("eager and compiled DIFFER: ") and "x differs afterwards" in english
+        assert str(report.verdict).startswith("eager 与编译后的结果不一致：") and "x 运行后的值不同" in str(
+            report.verdict)
+        assert "kernel 运行次数 eager 1，编译后 0" in render.summary(report), render.summary(report)
+        assert views.lab_headline(report, "t_lang_r::bump")[1] == english
+    finally:
+        labkit.drop_namespace("t_lang_r")
