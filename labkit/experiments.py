@@ -14,6 +14,7 @@ import torch
 from . import naming, ops
 from .ops import OpSpec
 from .describe import brief
+from .language import Said, said, said_together
 from .lessons import notebook_about
 from .stages import compile_and_compare
 
@@ -159,48 +160,58 @@ def declaration_lesson() -> tuple[str, str, str]:
     beside this one, its fragment that section; on Colab, the published notebook), and the section's heading."""
     lesson = notebook_about("mutates_args")
     number, heading = DECLARATION_SECTION.split(". ", 1)
-    return f"notebook {lesson.number}, section {number}", lesson.href(DECLARATION_SECTION), heading
+    return said("notebook {number}, section {section}", number=lesson.number, section=number), \
+        lesson.href(DECLARATION_SECTION), heading
 
 
-def _wrong_for_its_declaration(steps) -> str:
+def _wrong_for_its_declaration(steps) -> Said | None:
     """One sentence on the steps whose compiled x differs from eager's without a cache hit: not the name's doing.
     Where such a step was declared pure and its kernel never ran compiled, it says why (the kernel, which writes x,
     was removed); any other such step is named without a why."""
     wrong = [(i + 1, s) for i, s in enumerate(steps) if not s.correct and not s.stale]
     removed = [n for n, s in wrong if s.declared == "pure" and s.kernel_calls == 0]
-    said = []
+    sentences = []
     if removed:
-        said.append(f"{_steps(removed)} {'differs' if len(removed) == 1 else 'differ'} from eager for a reason no "
-                    f"name or cache can fix: declared pure (mutates_args=()), the kernel writes x, so torch.compile "
-                    f"removed the call ({declaration_lesson()[0]}).")
+        sentences.append(said("{steps} differs from eager for a reason no name or cache can fix: declared pure "
+                              "(mutates_args=()), the kernel writes x, so torch.compile removed the call ({lesson})."
+                              if len(removed) == 1 else
+                              "{steps} differ from eager for a reason no name or cache can fix: declared pure "
+                              "(mutates_args=()), the kernel writes x, so torch.compile removed the call ({lesson}).",
+                              steps=_steps(removed), lesson=declaration_lesson()[0]))
     others = [n for n, _ in wrong if n not in removed]
     if others:
-        said.append(f"{_steps(others)} {'differs' if len(others) == 1 else 'differ'} from eager, with no cache hit.")
-    return " ".join(said)
+        sentences.append(said("{steps} differs from eager, with no cache hit." if len(others) == 1 else
+                              "{steps} differ from eager, with no cache hit.", steps=_steps(others)))
+    if len(sentences) == 2:
+        return said("{first} {second}", first=sentences[0], second=sentences[1])
+    return sentences[0] if sentences else None
 
 
-def _steps(numbers) -> str:
-    words = " and ".join(f"step {n}" for n in numbers)
-    return words[0].upper() + words[1:]
+def _steps(numbers) -> Said:
+    """"Step 1" or "Step 1 and step 2", said in the view's language."""
+    return said_together([said("Step {n}" if i == 0 else "step {n}", n=n) for i, n in enumerate(numbers)],
+                         " and ", " and ")
 
 
 def naming_story(result: naming.NamingResult) -> str:
     """What a :func:`labkit.naming.run` table shows, in a sentence or two: first any step that is wrong for its
-    declaration (not its name), then what the cache did. :func:`declaration_lesson`'s words name the lesson."""
+    declaration (not its name), then what the cache did. :func:`declaration_lesson`'s words name the lesson. English
+    (:class:`~labkit.language.Said`): the lab's view says it in its language."""
     if result.problem:
         return result.problem
     first, second = result.steps
-    said = _wrong_for_its_declaration(result.steps)   # "" when no step is wrong for its declaration
-    before = said + " As for the cache: " if said else ""
     if second.stale:
-        luck = ("the answer still looks right only because the old artifact happens to call the op."
-                if second.correct else "so the second compile is silently wrong.")
-        cache = (f"The second compile got the first one's artifact from the cache, whose key holds the op's name "
-                 f"but not its declaration: it was built for '{first.declared}', {luck}")
+        cache = said("The second compile got the first one's artifact from the cache, whose key holds the op's name "
+                     "but not its declaration: it was built for '{declared}', the answer still looks right only "
+                     "because the old artifact happens to call the op." if second.correct else
+                     "The second compile got the first one's artifact from the cache, whose key holds the op's name "
+                     "but not its declaration: it was built for '{declared}', so the second compile is silently "
+                     "wrong.", declared=said(first.declared))
     elif first.name == second.name:
-        cache = ("Same name, but the cache could not confuse them: "
-                 + ("the fingerprint of the declarations is part of the key." if result.policy == "fingerprinted"
-                    else "the caches are off."))
+        cache = said("Same name, but the cache could not confuse them: the fingerprint of the declarations is part "
+                     "of the key." if result.policy == "fingerprinted" else
+                     "Same name, but the cache could not confuse them: the caches are off.")
     else:
-        cache = "Different names give different graphs, so different cache keys: no confusion."
-    return before + (cache[0].lower() + cache[1:] if before else cache)
+        cache = said("Different names give different graphs, so different cache keys: no confusion.")
+    wrong = _wrong_for_its_declaration(result.steps)   # None when no step is wrong for its declaration
+    return said("{wrong} As for the cache: {cache}", wrong=wrong, cache=cache) if wrong else cache

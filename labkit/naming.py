@@ -23,6 +23,7 @@ from .env import compiler_unavailable
 
 SCHEMES = ("one shared name", "distinct names", "a name I type")
 ORDERS = ("pure first, then mutating", "mutating first, then pure")
+DECLARED = ("pure", "mutating")   # the two declarations a step makes, in the first order
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,7 +119,7 @@ def run(scheme: str, order: str, policy: str, namespace: str = "naming", typed: 
     names = problem or name_pair(scheme, namespace, typed)
     if isinstance(names, str):
         return NamingResult(str(scheme)[:60], str(order)[:60], str(policy)[:60], problem=names)
-    kinds = ("pure", "mutating") if order == ORDERS[0] else ("mutating", "pure")
+    kinds = DECLARED if order == ORDERS[0] else DECLARED[::-1]
     handles, kernels, raw = [], [], []
     try:
         with cache.using(policy):

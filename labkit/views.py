@@ -123,21 +123,30 @@ def changes_html(controls: list[tuple[str, object, object]], before: dict[str, s
 def naming_html(result, story: str) -> str:
     """The naming experiment's table: each step's declaration, what its handle reports, kernel runs, x, the cache;
     then the story (a lesson it names is linked under the view: :func:`lesson_link_html`)."""
-    hit = f"<b style='color:{COLOURS['bad']}'>hit: reused</b>"
+    hit = f"<b style='color:{COLOURS['bad']}'>{html.escape(say('hit: reused'))}</b>"
+    missed = html.escape(say("miss: compiled"))
     rows = "".join(
-        f"<tr><td style='{CELL_STYLE}'>{i + 1}. declare <code>{html.escape(s.name)}</code> as <b>{s.declared}</b>, "
-        f"compile</td><td style='{CELL_STYLE}'><code>{html.escape(s.schema_now)}</code></td>"
+        f"<tr><td style='{CELL_STYLE}'>"
+        + say_html("{n}. declare {name} as {declared}, compile", n=i + 1, name=f"<code>{html.escape(s.name)}</code>",
+                   declared=f"<b>{html.escape(say(s.declared))}</b>")
+        + f"</td><td style='{CELL_STYLE}'><code>{html.escape(s.schema_now)}</code></td>"
         f"<td style='{NUMBER_STYLE}'>{s.kernel_calls}</td>"
-        f"<td style='{CELL_STYLE}'>{s.x_after} (eager {s.x_after_eager})</td>"
-        f"<td style='{CELL_STYLE}'>{hit if s.stale else 'miss: compiled'}</td></tr>"
+        f"<td style='{CELL_STYLE}'>{html.escape(say('{x} (eager {eager})', x=s.x_after, eager=s.x_after_eager))}</td>"
+        f"<td style='{CELL_STYLE}'>{hit if s.stale else missed}</td></tr>"
         for i, s in enumerate(result.steps))
-    heads = ("step", "this step's handle reports now", "kernel runs", "x after the compiled call", "FX/AOT cache")
-    head = "".join(f"<th style='{CELL_STYLE};text-align:{'right' if h == 'kernel runs' else 'left'}'>{h}</th>"
-                   for h in heads)
-    return (f"<div style='white-space:normal'><p style='margin:4px 0'>The kernel always adds 1 to <code>x</code> "
-            f"(zeros); only the declaration changes. Cache policy <code>{html.escape(result.policy)}</code>, in a "
-            f"fresh cache directory.</p><table style='border-collapse:collapse;margin:4px 0'><tr>{head}</tr>{rows}"
-            f"</table><p style='margin:4px 0'>{html.escape(story)}</p></div>")
+    head = "".join(f"<th style='{CELL_STYLE};text-align:{'right' if h == NAMING_COLUMNS[2] else 'left'}'>"
+                   f"{html.escape(say(h))}</th>" for h in NAMING_COLUMNS)
+    intro = say_html("The kernel always adds 1 to {x} (zeros); only the declaration changes. Cache policy {policy}, "
+                     "in a fresh cache directory.", x="<code>x</code>",
+                     policy=f"<code>{html.escape(result.policy)}</code>")
+    return (f"<div style='white-space:normal'><p style='margin:4px 0'>{intro}</p><table style='border-collapse:"
+            f"collapse;margin:4px 0'><tr>{head}</tr>{rows}</table><p style='margin:4px 0'>{html.escape(say(story))}"
+            "</p></div>")
+
+
+# The naming lab's table's columns (a test reads a Chinese table back through them).
+NAMING_COLUMNS = ("step", "this step's handle reports now", "kernel runs, compiled", "x after the compiled call",
+                  "FX/AOT cache")
 
 
 def lesson_link_html(words: str, href: str, heading: str) -> str:
@@ -147,9 +156,11 @@ def lesson_link_html(words: str, href: str, heading: str) -> str:
     a second JupyterLab in a new tab. An absolute address (Colab's) opens in a new tab, and says so."""
     away = href.startswith("https://")
     target = " target='_blank' rel='noopener'" if away else ""
-    return (f"<p style='margin:4px 0'>Why: <a href='{html.escape(href)}'{target} style='color:#0645ad;"
-            f"text-decoration:underline'>{html.escape(words)}</a>, “{html.escape(heading)}”"
-            f"{' (opens in a new tab)' if away else ''}.</p>")
+    link = (f"<a href='{html.escape(href)}'{target} style='color:#0645ad;text-decoration:underline'>"
+            f"{html.escape(say(words))}</a>")
+    return ("<p style='margin:4px 0'>"
+            + say_html("Why: {link}, “{heading}” (opens in a new tab)." if away else "Why: {link}, “{heading}”.",
+                       link=link, heading=html.escape(heading)) + "</p>")
 
 
 def lesson_link_output(link: tuple[str, str, str] | None) -> tuple[dict, ...]:
@@ -159,7 +170,9 @@ def lesson_link_output(link: tuple[str, str, str] | None) -> tuple[dict, ...]:
         return ()
     words, href, heading = link
     return ({"output_type": "display_data", "metadata": {},
-             "data": {"text/html": lesson_link_html(*link), "text/plain": f"Why: {words}, “{heading}” ({href})"}},)
+             "data": {"text/html": lesson_link_html(*link),
+                      "text/plain": say("Why: {words}, “{heading}” ({href})", words=say(words), heading=heading,
+                                        href=href)}},)
 
 
 _FATE_PNGS: dict[tuple, str] = {}
@@ -237,7 +250,8 @@ def declaration_view_html(declaration: str, meaning: str, schema: str, report: S
 
 def name_refused_html(problem: str) -> str:
     """The naming lab's view of a name it cannot use: the one sentence saying why."""
-    return f"<p style='color:#b00020'><b>That name cannot be used:</b> {html.escape(problem)}</p>"
+    return (f"<p style='color:#b00020'><b>{html.escape(say('That name cannot be used:'))}</b> "
+            f"{html.escape(problem)}</p>")
 
 
 def dce_view_html(schema: str, op_name: str, report: StageReport, side_effect: bool = False) -> str:

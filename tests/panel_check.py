@@ -12,6 +12,8 @@ from labkit.language import catalogue
 
 COLUMNS = ("op", "kernel runs, eager", "kernel runs, compiled", "Dynamo graph", "AOTAutograd graph", "Inductor code")
 CODE = {"Dynamo graph": "Dynamo graph", "AOTAutograd graph": "AOTAutograd graph", "Inductor code": "Inductor code"}
+NAMING_COLUMNS = ("step", "this step's handle reports now", "kernel runs, compiled", "x after the compiled call",
+                  "FX/AOT cache")   # the naming lab's table
 OLD_NAMES = {"calls eager": "kernel runs, eager", "calls compiled": "kernel runs, compiled"}  # read a531288's too
 MARKS = {"kept", "removed", "torch raised here", "not reached", "not used", "no graph",
          "in no graph (a graph break): ran eagerly"}
@@ -20,7 +22,8 @@ MARKS = {"kept", "removed", "torch raised here", "not reached", "not used", "no 
 def in_english(language: str) -> dict[str, str]:
     """{a table's word or a code section's title in ``language``: the English word}: a panel in another language is
     read, cell by cell, as the English one is (the words a learner reads are checked in their language elsewhere)."""
-    words = {*COLUMNS, *MARKS, *CODE.values(), "AOTAutograd backward graph"}
+    words = {*COLUMNS, *MARKS, *CODE.values(), "AOTAutograd backward graph", *NAMING_COLUMNS, "hit: reused",
+             "miss: compiled"}
     said = {catalogue(language).get(word, word): word for word in words}
     assert len(said) == len(words), f"two of a panel's words read the same in {language}"
     return said

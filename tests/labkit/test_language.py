@@ -58,10 +58,10 @@ def option_texts() -> set[str]:
     ``say(value)``) and each declaration's meaning, each control's label and each lab's title, and the status lines
     and the exercises' default instruction, which views.py and exercises.py keep as constants."""
     texts = {*experiments.DECLARATIONS, *(meaning for meaning, _ in experiments.DECLARATIONS.values()),
-             *experiments.DCE_DECLARATIONS, *experiments.OP_KINDS, *naming.SCHEMES, *naming.ORDERS,
+             *experiments.DCE_DECLARATIONS, *experiments.OP_KINDS, *naming.SCHEMES, *naming.ORDERS, *naming.DECLARED,
              views.COMPILING, views.COMPUTED_NOW, *views.INTERRUPTED, labkit.exercises.EDIT, labkit.exercises.ANSWER,
              *views.FACT_WORDS, *render.WORDS, *render.ORDINALS, render.RUNS_NOTE, render.FULL_MESSAGE,
-             *labkit.env.REPORT_WORDS, ", ", " and ",
+             *views.NAMING_COLUMNS,              *labkit.env.REPORT_WORDS, ", ", " and ",
              *(cls.title for cls in (widgets.DeclarationLab, widgets.NamingLab, widgets.DynamicLab))}
     for node in ast.walk(ast.parse((LABKIT / "widgets.py").read_text())):   # _selection(kind, options, value, label)
         if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "_selection" and len(node.args) > 3

@@ -24,6 +24,7 @@ from torch._dynamo.backends.registry import lookup_backend
 import labkit
 from panel_check import Panel, contradictions
 from labkit import experiments as e
+from labkit import views
 from labkit import widgets as w
 from repo import ROOT
 from showings import widget_classes
@@ -239,6 +240,7 @@ def test_the_ops_with_a_python_side_effect_are_those_that_return_and_write_nothi
 
 
 def test_every_dynamic_lab_state_is_true_and_consistent():
+    """Each state's panel, in English as the lab drew it and in Chinese drawn from the same result."""
     lab = w.DynamicLab(namespace="t_ws_n")
     assert len(DYNAMIC_STATES) == 108
     found = []
@@ -254,6 +256,12 @@ def test_every_dynamic_lab_state_is_true_and_consistent():
                                 "inductor", e.DYNAMIC_CHOICES[state["dynamic"]],
                                 e.FULLGRAPH_CHOICES[state["fullgraph"]])
             found += check_panel(lab.view.value, op.name, truth, state, side_effect=has_python_side_effect(fields))
+            with labkit.language.speaking("zh-CN"):   # the same result, drawn in Chinese
+                chinese = lab.render(lab.result())
+            found += check_panel(chinese, op.name, truth, state, side_effect=has_python_side_effect(fields),
+                                 language="zh-CN")
+            if english_left(chinese, report):
+                found.append(f"{state}: English in the zh-CN panel: {english_left(chinese, report)}")
             if report.graphs_per_call != truth[5]:
                 found.append(f"{state}: graphs per call {report.graphs_per_call} (a counting backend: {truth[5]})")
             if f"graphs compiled per call: {report.graphs_per_call}" not in html.unescape(re.sub("<[^>]+>", "",
@@ -265,7 +273,18 @@ def test_every_dynamic_lab_state_is_true_and_consistent():
     assert not found, f"{len(found)} contradictions:\n" + "\n".join(found)
 
 
+# What a reader of each language reads in the naming lab's panel: a refused name, a silently wrong compile, the
+# story's part before the cache, a step named, a step that differs from eager, declared pure, the call removed.
+NAMING_WORDS = {"en": {"refused": "cannot be used", "silently wrong": "silently wrong", "as for": "As for the cache",
+                       "step": "step {n}", "differs": r"differs? from eager", "declared pure": "declared pure",
+                       "removed": "removed the call"},
+                "zh-CN": {"refused": "不能用", "silently wrong": "静默地出错", "as for": "至于缓存",
+                          "step": "第 {n} 步", "differs": "与 eager 不同", "declared pure": "声明为纯函数",
+                          "removed": "删除了这次调用"}}
+
+
 def test_every_naming_lab_setting_is_true_and_consistent():
+    """Each setting's panel, in English as the lab drew it and in Chinese drawn from the same result."""
     lab = w.NamingLab(namespace="t_ws_m")
     settings = list(lab.every_state())
     assert len(settings) == 72
@@ -274,30 +293,39 @@ def test_every_naming_lab_setting_is_true_and_consistent():
         for values in settings:
             lab.set(**values)
             result = lab.outcome
-            panel = Panel(lab.view.value)
-            said = " ".join("".join(panel.text).split())
-            if result.problem:
-                if "cannot be used" not in said:
-                    found.append(f"{values}: a refused name is not said to be refused")
-                continue
-            rows = next(t for t in panel.tables if t and t[0][:1] == ["step"])[1:]
-            for step, cells in zip(result.steps, rows):
-                runs, x_after = int(cells[2]), cells[3]
-                if step.x_after != [float(runs)] * len(step.x_after):
-                    found.append(f"{values}: kernel runs {runs}, but x (zeros + 1 per run) ends {step.x_after}")
-                if x_after.split(" (")[0] != str(step.x_after):
-                    found.append(f"{values}: the panel's x after {x_after} vs {step.x_after}")
-                if ("hit" in cells[4]) != (step.cache_hits > 0):
-                    found.append(f"{values}: the cache column says {cells[4]!r}, hits {step.cache_hits}")
             link = lab.lesson_link.outputs[0]["data"]["text/html"] if lab.lesson_link.outputs else ""
-            found += check_other_reason(lab.view.value, result.steps, values, link)
-            second = result.steps[1]
-            if ("silently wrong" in said) != (second.stale and not second.correct):
-                found.append(f"{values}: the story's 'silently wrong' disagrees with x ({second.x_after} vs eager "
-                             f"{second.x_after_eager})")
+            found += check_naming_panel(lab.view.value, link, result, values, "en")
+            with labkit.language.speaking("zh-CN"):
+                page, lesson = lab.render(result), lab.lesson(result)
+                link = views.lesson_link_html(*lesson) if lesson else ""
+            found += check_naming_panel(page, link, result, values, "zh-CN")
     finally:
         lab.close()
     assert not found, f"{len(found)} contradictions:\n" + "\n".join(found)
+
+
+def check_naming_panel(page: str, link: str, result, values, language: str) -> list[str]:
+    """The naming lab's panel against ``x`` (zeros, plus 1 per kernel run) and the cache's hits, read in
+    ``language``."""
+    panel, reads, found = Panel(page, language), NAMING_WORDS[language], []
+    said = " ".join("".join(panel.text).split())
+    if result.problem:
+        return [] if reads["refused"] in said else [f"{values}: a refused name is not said to be refused ({language})"]
+    rows = next(t for t in panel.tables if t and t[0][:1] == ["step"])[1:]
+    for step, cells in zip(result.steps, rows):
+        runs, x_after = int(cells[2]), cells[3]
+        if step.x_after != [float(runs)] * len(step.x_after):
+            found.append(f"{values}: kernel runs {runs}, but x (zeros + 1 per run) ends {step.x_after}")
+        if re.split(r" \(|（", x_after)[0] != str(step.x_after):
+            found.append(f"{values}: the panel's x after {x_after} vs {step.x_after} ({language})")
+        if (cells[4] == "hit: reused") != (step.cache_hits > 0):
+            found.append(f"{values}: the cache column says {cells[4]!r}, hits {step.cache_hits} ({language})")
+    found += check_other_reason(page, result.steps, values, link, reads)
+    second = result.steps[1]
+    if (reads["silently wrong"] in said) != (second.stale and not second.correct):
+        found.append(f"{values}: the story's 'silently wrong' disagrees with x ({second.x_after} vs eager "
+                     f"{second.x_after_eager}) ({language})")
+    return found
 
 
 NOTEBOOK_02 = json.loads((ROOT / "notebooks" / "02_mutates_args.ipynb").read_text())
@@ -306,7 +334,7 @@ HEADINGS_02 = {line.lstrip("#").strip().replace("`", "").replace(" ", "-")
                for line in "".join(cell["source"]).splitlines() if line.startswith("## ")}
 
 
-def check_other_reason(page: str, steps, values, link_html: str = "") -> list[str]:
+def check_other_reason(page: str, steps, values, link_html: str = "", reads=NAMING_WORDS["en"]) -> list[str]:
     """A row whose compiled x differs from eager's with no cache hit is wrong for its declaration, not its name: the
     story says so first (naming the step), with a link (under the view: ``link_html``) to the section of notebook 02
     that runs that mistake, before anything about the cache; where every row is right or wrong through the cache,
@@ -318,18 +346,19 @@ def check_other_reason(page: str, steps, values, link_html: str = "") -> list[st
     links = re.findall(r"href='([^']*)'", story_html + link_html)
     found = []
     if other:
-        before_cache = story.split("As for the cache")[0].lower()
-        if not all(f"step {n}" in before_cache for n in other) or not re.search(r"differs? from eager", before_cache):
+        before_cache = story.split(reads["as for"])[0].lower()
+        if not all(reads["step"].format(n=n) in before_cache for n in other) or not re.search(reads["differs"],
+                                                                                              before_cache):
             found.append(f"{values}: step(s) {other} are wrong, not through the cache, and the story does not say so "
                          f"first: {story!r}")
-        if removed and not ("declared pure" in before_cache and "removed the call" in before_cache):
+        if removed and not (reads["declared pure"] in before_cache and reads["removed"] in before_cache):
             found.append(f"{values}: step(s) {removed}, declared pure, never ran compiled: the story does not say "
                          f"the call was removed: {story!r}")
         targets = [link.split("#") for link in links]
         if not any(path == "02_mutates_args.ipynb" and anchor in HEADINGS_02 for path, *rest in targets
                    for anchor in rest):
             found.append(f"{values}: no link to a section of notebook 02 (links: {links})")
-    elif "differs from eager" in story or links:
+    elif re.search(reads["differs"], story) or links:
         found.append(f"{values}: every row is right or wrong through the cache, yet the story blames a declaration")
     return found
 
