@@ -61,7 +61,7 @@ def option_texts() -> set[str]:
              *experiments.DCE_DECLARATIONS, *experiments.OP_KINDS, *naming.SCHEMES, *naming.ORDERS, *naming.DECLARED,
              views.COMPILING, views.COMPUTED_NOW, *views.INTERRUPTED, labkit.exercises.EDIT, labkit.exercises.ANSWER,
              *views.FACT_WORDS, *render.WORDS, *render.ORDINALS, render.RUNS_NOTE, render.FULL_MESSAGE,
-             *views.NAMING_COLUMNS,              *labkit.env.REPORT_WORDS, ", ", " and ",
+             *render.AUDIT_COLUMNS, *views.NAMING_COLUMNS, *labkit.env.REPORT_WORDS, ", ", " and ",
              *(cls.title for cls in (widgets.DeclarationLab, widgets.NamingLab, widgets.DynamicLab))}
     for node in ast.walk(ast.parse((LABKIT / "widgets.py").read_text())):   # _selection(kind, options, value, label)
         if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "_selection" and len(node.args) > 3
