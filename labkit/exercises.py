@@ -14,20 +14,55 @@ import re
 from typing import Any
 
 from .describe import brief
-from .language import say, translated
+from .language import ENGLISH, Said, catalogue, current, said, said_together, say, translated
 
 UNANSWERED = ...  # the placeholder exercise cells start with
 EDIT = "edit the answer cell above (replace its ...), run it, then run this cell again"
 ANSWER = "the answer"
-# labkit's own words here (EDIT, ANSWER) are said in the language labkit speaks (labkit.language); a sentence a notebook
-# passes (a hint, where to edit, what its answer is called) is the notebook's, said as it is, and so is the frame
-# around it: half a sentence in one language and half in another reads worse than one.
+# What these print is said in the language labkit speaks (labkit.language): labkit's own words (EDIT, ANSWER), and a
+# notebook's sentence (a hint, where to edit, a success) where the catalogue has it, a sentence with fields coming as
+# labkit.language.said(template, ...). A notebook's sentence the catalogue lacks is printed as the notebook wrote
+# it, and so is the frame around it: half a line in one language and half in another reads worse than one.
+CODE_NAME = re.compile(r"[A-Za-z_][\w.]*(\[.*\])?")   # what an answer is called in code: my_answer, preds['a']
+
+
+def _own(text) -> str | None:
+    """A sentence in the language labkit speaks; None where that language has no words for it."""
+    if current() == ENGLISH or text == "":
+        return str(text) if not isinstance(text, Said) else text.again()
+    if isinstance(text, Said):
+        return text.again() if text.template in catalogue(current()) or (not text.template and text.parts) else None
+    return catalogue(current()).get(text)
+
+
+# What an answer that is not the kind asked for gets: (where its name is words, where its name is code), each said.
+REFUSALS = {
+    "one of": ("{name} is {answer}: answer one of {listed}.", "{code} is {answer}: answer one of {listed}."),
+    "list": ("{name} is {answer}: answer a list of {count} numbers, such as {example}.",
+             "{code} is {answer}: answer a list of {count} numbers, such as {example}."),
+    "number": ("{name} is {answer}: answer a whole number, such as 1 or 5.",
+               "{code} is {answer}: answer a whole number, such as 1 or 5."),
+}
+
+
+def _refused(name, answer, kind: str, **fields) -> str:
+    """"<name> is <answer>: answer ..." (:data:`REFUSALS`) in the language labkit speaks: its words where the
+    catalogue has the name (the default "the answer", a said() one) or where the name is code (an answer's variable,
+    the same in every language); else English, as the notebook named it."""
+    words, code = REFUSALS[kind]
+    own = _own(name)
+    if own is not None:
+        return say(words, name=own, answer=brief(answer), **fields)
+    if CODE_NAME.fullmatch(str(name)):
+        return say(code, code=name, answer=brief(answer), **fields)
+    return words.format(name=name, answer=brief(answer), **fields)
 
 
 def answered(value: Any, where: str = EDIT) -> bool:
     """False, with one sentence saying which cell to edit, while ``value`` is still the ``...`` placeholder."""
     if value is UNANSWERED or (isinstance(value, dict) and any(v is UNANSWERED for v in value.values())):
-        print("✎ " + (say("Not answered yet: {where}.", where=say(where)) if where == EDIT and translated(where)
+        own = _own(where)
+        print("✎ " + (say("Not answered yet: {where}.", where=own) if own is not None
                       else f"Not answered yet: {where}."))
         return False
     return True
@@ -39,11 +74,15 @@ def check(passed: bool, success: str, hint: str) -> bool:
     ``passed`` is True or False (a one-element tensor or array also reads as one); anything else,
     e.g. ``a == b`` on whole tensors, raises TypeError with one sentence naming the fix.
     """
-    if not isinstance(success, str) or not isinstance(hint, str):
+    if not isinstance(success, str) or not isinstance(hint, str):   # a said() sentence is a str
         raise TypeError(f"check(passed, success, hint) takes two sentences (str) after passed, "
                         f"not {type(success).__name__} and {type(hint).__name__}.")
     passed = _truth(passed)
-    print(("✔ " + success) if passed else ("✘ Not yet. " + hint))
+    said_now = _own(success if passed else hint)
+    if passed:
+        print("✔ " + (said_now if said_now is not None else success))
+    else:
+        print(say("✘ Not yet. {hint}", hint=said_now) if said_now is not None else "✘ Not yet. " + hint)
     return passed
 
 
@@ -58,9 +97,7 @@ def choice(answer: Any, allowed, name: str = ANSWER) -> str | None:
     word = _meant(answer, allowed)
     if word is None:
         listed = ", ".join(repr(w) for w in _spellings(allowed))
-        print("✘ " + (say("{name} is {answer}: answer one of {listed}.", name=say(name), answer=brief(answer),
-                          listed=listed) if name == ANSWER and translated(name)
-                      else f"{name} is {brief(answer)}: answer one of {listed}."))
+        print("✘ " + _refused(name, answer, "one of", listed=listed))
     return word
 
 
@@ -115,36 +152,49 @@ def fake_problems(fake, kernel, *sample_inputs) -> list[str]:
         try:
             promised = fake(*inputs)
         except Exception as error:  # noqa: BLE001 - the learner's fake: its error is the finding
-            problems.append(f"on {label}, the fake raised {type(error).__name__}: {str(error).splitlines()[0]}")
+            problems.append(said("on {inputs}, the fake raised {error}: {message}", inputs=label,
+                                 error=type(error).__name__, message=(str(error).splitlines() or [""])[0]))
             continue
         real = kernel(*real_inputs)
-        problems += [f"on {label}, {problem}" for problem in _promise_problems(torch, promised, real, inputs)]
+        problems += [said("on {inputs}, {problem}", inputs=label, problem=problem)
+                     for problem in _promise_problems(torch, promised, real, inputs)]
     return problems
+
+
+def joined(problems) -> Said:
+    """Problems (:func:`fake_problems`') as one sentence, "a; b.", for a check's hint: said in its language."""
+    return said("{problems}.", problems=said_together(problems, "; ", "; "))
 
 
 def _variants(torch, inputs):
     """(what, the fake's inputs, the kernel's inputs): as given, in float64, and on the meta device."""
-    yield "the sample inputs", inputs, inputs
+    yield said("the sample inputs"), inputs, inputs
     if any(isinstance(t, torch.Tensor) and t.is_floating_point() for t in inputs):
         doubled = [t.double() if isinstance(t, torch.Tensor) and t.is_floating_point() else t for t in inputs]
-        yield "float64 inputs", doubled, doubled
-    yield "inputs on the meta device", [t.to("meta") if isinstance(t, torch.Tensor) else t for t in inputs], inputs
+        yield said("float64 inputs"), doubled, doubled
+    yield said("inputs on the meta device"), [t.to("meta") if isinstance(t, torch.Tensor) else t for t in inputs], \
+        inputs
 
 
 def _promise_problems(torch, promised, real, inputs) -> list[str]:
     if not isinstance(promised, torch.Tensor) or not isinstance(real, torch.Tensor):
-        return [] if type(promised) is type(real) else [f"it returned {type(promised).__name__}, the kernel "
-                                                         f"{type(real).__name__}"]
+        return [] if type(promised) is type(real) else [said("it returned {promised}, the kernel {real}",
+                                                              promised=type(promised).__name__,
+                                                              real=type(real).__name__)]
     device = next((t.device for t in inputs if isinstance(t, torch.Tensor)), real.device)
     found = []
     if tuple(promised.shape) != tuple(real.shape):
-        found.append(f"it promised shape {list(promised.shape)}, the kernel returned {list(real.shape)}")
+        found.append(said("it promised shape {promised}, the kernel returned {real}", promised=list(promised.shape),
+                          real=list(real.shape)))
     if promised.dtype != real.dtype:
-        found.append(f"it promised {promised.dtype}, the kernel returned {real.dtype}")
+        found.append(said("it promised {promised}, the kernel returned {real}", promised=promised.dtype,
+                          real=real.dtype))
     if promised.device != device:
-        found.append(f"it promised a tensor on {promised.device}, for inputs on {device}")
+        found.append(said("it promised a tensor on {promised}, for inputs on {device}", promised=promised.device,
+                          device=device))
     if not found and promised.stride() != real.stride():
-        found.append(f"it promised strides {promised.stride()}, the kernel returned {real.stride()}")
+        found.append(said("it promised strides {promised}, the kernel returned {real}", promised=promised.stride(),
+                          real=real.stride()))
     return found
 
 
@@ -192,11 +242,7 @@ def check_list(answer: Any, truth: list, success: str, hint: str, name: str = AN
     ✔ or ✘ with ``hint``."""
     values = number_list(answer)
     if values is None or len(values) != len(truth):
-        print("✘ " + (say("{name} is {answer}: answer a list of {count} numbers, such as {example}.", name=say(name),
-                          answer=brief(answer), count=len(truth), example=[0] * len(truth))
-                      if name == ANSWER and translated(name)
-                      else f"{name} is {brief(answer)}: answer a list of {len(truth)} numbers, such as "
-                           f"{[0] * len(truth)}."))
+        print("✘ " + _refused(name, answer, "list", count=len(truth), example=[0] * len(truth)))
         return False
     return check(values == [float(v) for v in truth], success, hint)
 
@@ -214,20 +260,24 @@ def check_each(predictions: dict, truth: dict, allowed, hint: str) -> bool:
     """Check a dict of predictions, each one of the ``allowed`` words (any spelling :func:`choice` accepts):
     one sentence listing the allowed words for an answer that is none of them, else ✔ or which keys to revisit."""
     for key in truth:
-        if choice(predictions.get(key), allowed, name=f"the answer for {key!r}") is None:
+        if choice(predictions.get(key), allowed, name=said("the answer for {key}", key=repr(key))) is None:
             return False
     wrong = wrong_keys(predictions, truth, allowed)
-    return check(not wrong, say("all {count} right.", count=len(truth)),
-                 f"look again at {', '.join(wrong or [])}: {hint}")
+    return check(not wrong, said("all {count} right.", count=len(truth)),
+                 _look_again(", ".join(wrong or []), hint))
+
+
+def _look_again(keys: str, hint) -> str:
+    """"look again at <keys>: <hint>", said where the hint is (labkit's frame follows the notebook's sentence)."""
+    return said("look again at {keys}: {hint}", keys=keys, hint=hint) if isinstance(hint, Said) or \
+        translated(hint) else f"look again at {keys}: {hint}"
 
 
 def check_number(answer: Any, truth: int, success: str, hint: str, name: str = ANSWER) -> bool:
     """Check a whole-number answer: one sentence asking for a whole number when ``answer`` is none, else ✔ or ✘.
     ``name`` says which answer that sentence is about where an exercise asks for several: ``"the answer for 'int'"``."""
     if whole_number(answer) is None:
-        print("✘ " + (say("{name} is {answer}: answer a whole number, such as 1 or 5.", name=say(name),
-                          answer=brief(answer)) if name == ANSWER and translated(name)
-                      else f"{name} is {brief(answer)}: answer a whole number, such as 1 or 5."))
+        print("✘ " + _refused(name, answer, "number"))
         return False
     return check(whole_number(answer) == truth, success, hint)
 
@@ -248,6 +298,6 @@ def check_numbers(predictions: dict, truth: dict, success: str, hint: str | dict
         return False
     wrong = [key for key in truth if numbers[key] != truth[key]]
     if isinstance(hint, str):
-        return check(not wrong, success, f"look again at {', '.join(map(repr, wrong))}: {hint}")
+        return check(not wrong, success, _look_again(", ".join(map(repr, wrong)), hint))
     said = "; ".join(f"{key!r}" + (f" ({hint[key]})" if key in hint else "") for key in wrong)
     return check(not wrong, success, f"look again at {said}.")

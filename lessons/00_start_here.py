@@ -132,9 +132,21 @@ my_mutates_args = ...
 
 # %% tags=["check"]
 #@title The exercise's check (it declares the op with your answer, asks opcheck, compares compiled with eager)
+from labkit.language import said, said_together   # its hints with fields, said in the notebook's language
+
 def use_scratch(x, scratch):
     torch.ops.nb00.fill(x, scratch)    # any registered op can be called by name
     return x + scratch
+
+def fill_hint(declared, schema, agree):
+    """What a wrong answer is told: opcheck's refusal, or the write it promises that the kernel never makes."""
+    unwritten = sorted(set(declared) - {"scratch"}) if declared != "unknown" else ["x"]
+    extra = said('"unknown" declares x' if declared == "unknown" else "you declare {names}",
+                 names=said_together(unwritten))
+    agree = said("compiled and eager agree here: agreement alone proves little" if agree else
+                 "compiled and eager differ too")
+    return (said("opcheck refuses it ({why}); {agree}", why=schema.removeprefix("FAIL: "), agree=agree)
+            if schema != "ok" else said("{extra} written, yet the kernel never writes it: a false promise", extra=extra))
 
 # %% tags=["check"]
 #@title The exercise's check, continued (what it tells you, in words)
@@ -146,17 +158,12 @@ def check_fill(declared):
         op = labkit.declare(name="nb00::fill", args=("x", "scratch"), writes=("scratch",),
                             mutates_args=declared, returns="none")
     except (labkit.LabOpError, TypeError, ValueError) as problem:
-        return labkit.exercises.check(False, "", f"torch refuses it: {problem}")
+        return labkit.exercises.check(False, "", said("torch refuses it: {problem}", problem=problem))
     schema = labkit.checks.opcheck(op, (torch.zeros(2), torch.zeros(2)), tests="test_schema")["test_schema"]
     run = labkit.compile_and_compare(use_scratch, torch.zeros(2), torch.zeros(2))
-    unwritten = sorted(set(declared) - {"scratch"}) if declared != "unknown" else ["x"]
-    extra = '"unknown" declares x' if declared == "unknown" else "you declare " + " and ".join(unwritten)
-    agree = "compiled and eager agree here: agreement alone proves little" if run.verdict.agree else \
-        "compiled and eager differ too"
-    hint = (f"opcheck refuses it ({schema.removeprefix('FAIL: ')}); {agree}" if schema != "ok"
-            else f"{extra} written, yet the kernel never writes it: a false promise")
-    return labkit.exercises.check(schema == "ok" and not unwritten and run.verdict.agree,
-                                  "it matches the kernel: opcheck passes and compiled == eager.", hint)
+    right = schema == "ok" and declared != "unknown" and not set(declared) - {"scratch"} and run.verdict.agree
+    return labkit.exercises.check(right, "it matches the kernel: opcheck passes and compiled == eager.",
+                                  fill_hint(declared, schema, run.verdict.agree))
 
 # %%
 answer_ok = check_fill(my_mutates_args)
@@ -170,7 +177,7 @@ answer_ok = check_fill(my_mutates_args)
 import contextlib
 import io
 
-with contextlib.redirect_stdout(io.StringIO()) as said:
+with contextlib.redirect_stdout(io.StringIO()) as printed:
     assert check_fill(("scratch",)), "('scratch',) is the truthful declaration"
     assert not check_fill(("x",)), "('x',) is refused"
     assert not check_fill(("x", "scratch")), "x is never written: refused"
@@ -187,11 +194,11 @@ assert torch_refuses_a_bare_name, "torch.library.custom_op refuses mutates_args=
 #@title Check: the exercise's hints are plain words: no Python value, no flag, no cell that is not above
 with contextlib.redirect_stdout(io.StringIO()) as unanswered:
     check_fill(...)
-hints = said.getvalue() + unanswered.getvalue()      # the solution's wrong answers, and none at all
+hints = printed.getvalue() + unanswered.getvalue()      # the solution's wrong answers, and none at all
 assert "=True" not in hints, "no 'agree=True': the hint says it in words"
 assert "['" not in hints, "no Python list in a hint"
 assert "cell above" not in hints, "the answer cell is not the one above the check's: named instead"
-assert '"unknown" declares x written, yet the kernel never writes it' in hints, hints
+assert labkit.language.say(fill_hint("unknown", "ok", True)) in hints, "the false promise, said whole"
 
 # %% [markdown]
 # ## In your own project

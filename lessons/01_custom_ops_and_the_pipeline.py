@@ -309,18 +309,19 @@ FATES = {}
 
 def check_first_stage(answer, fn):
     where = "edit the first_stage_without_op = ... cell (above the collapsed check), run it, then this cell"
-    if not labkit.exercises.answered(answer, where):
-        return None
-    said = labkit.exercises.choice(answer, STAGE_WORDS, "first_stage_without_op")
-    if said is None:
+    said = labkit.exercises.answered(answer, where) and \
+        labkit.exercises.choice(answer, STAGE_WORDS, "first_stage_without_op")
+    if not said:
         return None
     if fn not in FATES:                          # compile once per function, however often you check
         FATES[fn] = labkit.compile_and_compare(fn, torch.ones(3), backend="inductor").fate("nb01::scale")
     fates = FATES[fn]
     first = next((stage for stage in ("dynamo", "aot", "inductor") if fates[stage] is False), "none")
-    hint = ("an earlier stage already removed it." if said != "none" and fates[said] is False else
-            "its kernel never runs compiled." if said == "none" else f"the {said} stage's output still has the op.")
-    return labkit.exercises.check(said == first, f"the {said} stage is the first without nb01::scale.", hint)
+    hint = labkit.language.said("an earlier stage already removed it." if said != "none" and fates[said] is False else
+                                "its kernel never runs compiled." if said == "none" else
+                                "the {stage} stage's output still has the op.", stage=said)
+    return labkit.exercises.check(said == first, labkit.language.said(
+        "the {stage} stage is the first without nb01::scale.", stage=said), hint)
 
 # %%
 def shape_only(x):
@@ -368,13 +369,14 @@ def check_row_sums_fake(fake):
         return None
     problems = labkit.exercises.fake_problems(fake, row_sums, torch.randn(3, 5))
     if problems:
-        return labkit.exercises.check(False, "", "; ".join(problems) + ".")
+        return labkit.exercises.check(False, "", labkit.exercises.joined(problems))
     row_sums.register_fake(fake)
     checks = labkit.checks.opcheck(row_sums, (torch.randn(3, 5),))
     compiled = labkit.compile_and_compare(lambda x: row_sums(x) * 2, torch.randn(3, 5))
     return labkit.exercises.check(set(checks.values()) == {"ok"} and compiled.ok and compiled.verdict.agree,
                                   "opcheck passes and the compiled op agrees with eager.",
-                                  f"opcheck says {checks}; compile error: {compiled.error}")
+                                  labkit.language.said("opcheck says {checks}; compile error: {error}",
+                                                       checks=checks, error=compiled.error))
 
 # %%
 fake_ok = check_row_sums_fake(my_row_sums_fake)

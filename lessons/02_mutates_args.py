@@ -491,8 +491,8 @@ def check_predictions(predictions):
                                               '"error" or "correct", run it, then run this one'):
         wrong = wrong_predictions(predictions)
         if wrong is not None:
-            labkit.exercises.check(not wrong, "all four predictions hold.",
-                                   f"re-think: {'; '.join(wrong)}. Which stage removed or reordered what?")
+            labkit.exercises.check(not wrong, "all four predictions hold.", labkit.language.said(
+                "re-think: {cases}. Which stage removed or reordered what?", cases="; ".join(wrong)))
 
 # %%
 check_predictions(my_predictions)
@@ -539,7 +539,9 @@ def check_normalize(mutates):
     compiled = labkit.compile_and_compare(lambda x, s: (op(x, s), x * s)[1], torch.ones(3), torch.ones(3))
     return labkit.exercises.check(schema_check["test_schema"] == "ok" and compiled.verdict.agree,
                                   "the schema is honest and compiled == eager.",
-                                  f"opcheck: {schema_check['test_schema']}; {compiled.verdict}")
+                                  labkit.language.said("opcheck: {result}; {verdict}",
+                                                       result=schema_check["test_schema"],
+                                                       verdict=compiled.verdict.said()))
 
 # %%
 answer_ok = check_normalize(my_normalize_mutates)

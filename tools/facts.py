@@ -52,7 +52,7 @@ ALLOWED = {
     "[[tool.lab.notebooks]]": (*ENTRY, "when_late", "topics"),
     "[tool.lab.pace]": ("words_per_minute", "code_lines_per_minute", "minutes_per_exercise", "round_to"),
     "[tool.lab.workshop]": ("setup_min", "min_buffer", "agendas"),
-    "[[tool.lab.workshop.agendas]]": ("length_min", "notebooks", "breaks", "wrap_up_min", "note"),
+    "[[tool.lab.workshop.agendas]]": ("length_min", "notebooks", "breaks", "wrap_up_min", "note", "languages"),
     "[[tool.lab.workshop.agendas.breaks]]": ("after", "minutes", "name"),
 }
 NUMBER_WORDS = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen".split()
@@ -196,15 +196,15 @@ def headroom(root: pathlib.Path, lab: dict) -> list[str]:
     exact = unrounded_minutes(root, lab)
     rooms = {"": _room(lab, exact)}
     for language in translations.languages(lab):
-        rooms[language] = _room(lab, {**exact, **unrounded_translated_minutes(root, lab, language)})
+        rooms[language] = _room(lab, {**exact, **unrounded_translated_minutes(root, lab, language)}, language)
     lines = ["", "| notebook | learner time (unrounded) | room before an agenda's buffer falls under its floor | "
              "as prose words | or as visible code lines |", "|---|---|---|---|---|"]
     for stem in sorted(rooms[""]):
         # English prose does not move a translation's time (its own prose does), while code and execution move both
-        least = min(room[stem] for room in rooms.values())
+        least = min(room.get(stem, math.inf) for room in rooms.values())   # absent: in no agenda that language has
         limits = [f"{language}: {room[stem]:.1f} min, "
                   f"{int(room[stem] * lab['languages'][language]['characters_per_minute'])} characters"
-                  for language, room in rooms.items() if language and room[stem] < rooms[""][stem]]
+                  for language, room in rooms.items() if language and room.get(stem, math.inf) < rooms[""][stem]]
         shown = f"{rooms[''][stem]:.1f} min" + (f" ({'; '.join(limits)})" if limits else "")
         lines.append(f"| {stem[:2]} | {exact[stem]:.1f} min ({_rounded_up(exact, pace['round_to'])[stem]}) | "
                      f"{shown} | {int(rooms[''][stem] * pace['words_per_minute'])} | "
@@ -212,13 +212,19 @@ def headroom(root: pathlib.Path, lab: dict) -> list[str]:
     return lines + [""]
 
 
-def _room(lab: dict, exact: dict[str, float]) -> dict[str, float]:
+def offered(agenda: dict, language: str) -> bool:
+    """Whether an agenda is taught in ``language`` ("en", or a registered translation's code): its ``languages``,
+    where it names some (a language whose notebooks take longer may not fit an agenda's buffer), else every one."""
+    return language in agenda.get("languages", [language])
+
+
+def _room(lab: dict, exact: dict[str, float], language: str = "en") -> dict[str, float]:
     """{stem: minutes} each notebook of an agenda may grow, at these learner times, before an agenda is refused."""
     workshop, step = lab["workshop"], lab["pace"]["round_to"]
     rounded = _rounded_up(exact, step)
     stems = {nb["stem"][:2]: nb["stem"] for nb in lab["notebooks"]}
     room: dict[str, float] = {}
-    for agenda in workshop["agendas"]:
+    for agenda in [a for a in workshop["agendas"] if offered(a, language)]:
         length = agenda["length_min"]
         numbers = [n for n in agenda["notebooks"] if n in stems]   # agendas() refuses the others in one sentence
         used = _used_minutes(agenda, workshop, [rounded[stems[n]] for n in numbers], numbers)
@@ -252,14 +258,29 @@ def _sections(root: pathlib.Path, stem: str) -> set[str]:
     return set(re.findall(r"^# ## (\d+)\.", source, re.M))
 
 
-def agendas(root: pathlib.Path, lab: dict, minutes: dict[str, int]) -> list[str]:
-    """INSTRUCTORS.md's agendas ([tool.lab.workshop]): each block's start and length, the buffer, what to
-    skip when late, the notebooks it leaves out. FactsError when an agenda leaves less buffer than min_buffer,
-    names a missing §, or has a break after none of its notebooks or of no whole minutes."""
+def instructors_agendas(root: pathlib.Path, lab: dict, learner: dict[str, int]) -> list[str]:
+    """INSTRUCTORS.md's agendas: those taught in English, at the English times (and the buffer an agenda not taught
+    in a language would leave there), then those taught in each other language, at its notebooks' times."""
+    others = {code: (words["name"], language_minutes(root, lab, code))
+              for code, words in translations.languages(lab).items()}
+    lines = agendas(root, lab, learner, elsewhere=others)
+    for code, (_, minutes) in others.items():
+        lines += agendas(root, lab, minutes, code)[1:]
+    return lines
+
+
+def agendas(root: pathlib.Path, lab: dict, minutes: dict[str, int], language: str = "en",
+            elsewhere: dict[str, tuple[str, dict[str, int]]] | None = None) -> list[str]:
+    """INSTRUCTORS.md's agendas ([tool.lab.workshop]) taught in ``language``: each block's start and length, the
+    buffer, what to skip when late, the notebooks it leaves out; for an agenda not taught in a language of
+    ``elsewhere`` ({code: (its name, its learner minutes)}), the buffer it would leave there. FactsError when an
+    agenda leaves less buffer than min_buffer, names a missing §, or has a break after none of its notebooks or of
+    no whole minutes."""
     workshop, by_number = lab["workshop"], {nb["stem"][:2]: nb for nb in lab["notebooks"]}
     lines = []
-    for agenda in workshop["agendas"]:
+    for agenda in [a for a in workshop["agendas"] if offered(a, language)]:
         length = agenda["length_min"]
+        taught = "" if language == "en" else f", in {lab['languages'][language]['name']}"
         if problems := _break_problems(agenda):
             raise FactsError("; ".join(problems))
         opening = "Opening: collect the pre-flight results done at home, triage each ✘ (table above)"
@@ -285,7 +306,7 @@ def agendas(root: pathlib.Path, lab: dict, minutes: dict[str, int]) -> list[str]
             raise FactsError(f"the {length}-minute agenda leaves {buffer} min of buffer, less than "
                              f"{workshop['min_buffer']:.0%}: take a notebook out of it in pyproject's "
                              "[tool.lab.workshop]")
-        lines += ["", f"### {length} minutes", "",
+        lines += ["", f"### {length} minutes{taught}", "",
                   "| Start | Block | Minutes | When late, skip |", "|---|---|---|---|"]
         start = 0
         for name, block_minutes, late in blocks:
@@ -297,6 +318,13 @@ def agendas(root: pathlib.Path, lab: dict, minutes: dict[str, int]) -> list[str]
         if rest:
             lines += ["", f"Not in this agenda ({duration(sum(minutes[nb['stem']] for nb in rest))} of learner time): "
                           + ", ".join(f"{nb['stem'][:2]} ({minutes[nb['stem']]} min)" for nb in rest) + "."]
+        for code, (name, theirs) in (elsewhere or {}).items():
+            if not offered(agenda, code):
+                left = length - _used_minutes(agenda, workshop, [theirs[by_number[n]["stem"]]
+                                                                 for n in agenda["notebooks"]], agenda["notebooks"])
+                times = ", ".join(f"{n} {theirs[by_number[n]['stem']]} min" for n in agenda["notebooks"])
+                lines += ["", f"Not taught in {name} ({code}): at its notebooks' learner times ({times}) it would "
+                              f"leave {left} min of buffer ({left / length:.0%}), under {workshop['min_buffer']:.0%}."]
     return lines + [""]
 
 
@@ -480,7 +508,7 @@ def regions(project: dict, checked: list[str], root: pathlib.Path = ROOT) -> dic
         "lessons/06_field_guide.py": [("audit-checks", "py-md", check_list(checks, "audit", "py-md")),
                                       ("doctor-only-checks", "py-md", check_list(checks, "doctor_only", "py-md"))],
         "INSTRUCTORS.md": [("timings", "md", instructors_timings(nbs, learner)),
-                           ("agendas", "md", agendas(root, lab, learner)),
+                           ("agendas", "md", instructors_agendas(root, lab, learner)),
                            ("gpu-room", "md", ["", *gpu_runs.room(root), ""])],
         "labkit/_torch/__init__.py": [("checked-on", "py", [f"CHECKED_ON = ({quoted})"])],
         "labkit/env.py": [("minimum-torch", "py", [f"MINIMUM_TORCH = {minimum!r}"])],
@@ -500,7 +528,7 @@ def translated_regions(root: pathlib.Path, lab: dict) -> dict[str, list[tuple[st
     for language, words in translations.languages(lab).items():
         minutes = language_minutes(root, lab, language)
         try:
-            agendas(root, lab, minutes)  # the buffer rule holds for a workshop taught in this language too
+            agendas(root, lab, minutes, language)  # the buffer rule holds for a workshop taught in this language
         except FactsError as error:
             raise FactsError(f"At the learner times of the {words['name']} notebooks ({language}): {error}") from None
         out[words["readme"]] = [("notebooks", "md", translated_readme_notebooks(root, lab, language, minutes))]

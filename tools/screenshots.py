@@ -51,7 +51,8 @@ SHOWS = {
 # Each widget's README picture: the notebook cell that builds it, the showing itself (tools/showings.py: the flips
 # made before it is taken) and the code of its view.
 SHOWS.update({showing.screenshot: (f"{SOURCES}/{showing.notebook}.py::{showing.call}", "tools/showings.py",
-                                   *WIDGET_CODE)
+                                   *WIDGET_CODE, *(() if showing.language == "en" else (
+                                       "labkit/language.py", f"labkit/catalogues/{showing.language}.json")))
               for showing in SHOWINGS if showing.screenshot})
 # The picture that shows JupyterLab's file browser (its listing is recorded and checked too).
 FILE_BROWSER_PICTURE = "first-run.png"

@@ -9,26 +9,35 @@ tools/, not in labkit: the library a learner installs names no notebook.
 from __future__ import annotations
 
 from labkit.experiments import devices
+from labkit.language import speaking
 from labkit.widgets import DeclarationLab, DynamicLab, LabWidget, NamingLab
 
 
 class Showing:
     """One place the lab shows a widget: the notebook, the widget and the arguments its cell passes, the
     (control, value) flips the browser test makes there (``gpu_flips`` only where CUDA is present), and the
-    README's screenshot, taken after ``screenshot_after`` flips (0: as the notebook builds it).
+    README's screenshot, taken after ``screenshot_after`` flips (0: as the notebook builds it). ``language``: the
+    notebook's translation it is shown in (its page is ``notebooks/<language>/<notebook>.ipynb``, its cell the
+    English source's, the widget speaking that language); English where left out.
 
     The browser test, the screenshots, the Colab check, the widget tests and the benchmark read
     ``SHOWINGS``, so a new widget, or a notebook showing one, is one entry there."""
 
     def __init__(self, notebook: str, widget: type, options: dict, flips=(), gpu_flips=(),
-                 screenshot: str | None = None, screenshot_after: int = 0):
+                 screenshot: str | None = None, screenshot_after: int = 0, language: str = "en"):
         self.notebook, self.widget, self.options = notebook, widget, dict(options)
         self.flips, self.gpu_flips = tuple(flips), tuple(gpu_flips)
-        self.screenshot, self.screenshot_after = screenshot, screenshot_after
+        self.screenshot, self.screenshot_after, self.language = screenshot, screenshot_after, language
+
+    @property
+    def page(self) -> str:
+        """The notebook it is shown in, under notebooks/: ``02_mutates_args``, or ``zh-CN/02_mutates_args``."""
+        return self.notebook if self.language == "en" else f"{self.language}/{self.notebook}"
 
     def build(self) -> LabWidget:
-        """The widget as the notebook's cell builds it."""
-        return self.widget(**self.options)
+        """The widget as the notebook's cell builds it, in the notebook's language."""
+        with speaking(self.language):
+            return self.widget(**self.options)
 
     @property
     def call(self) -> str:
@@ -40,13 +49,16 @@ class Showing:
         return [*self.flips, *(self.gpu_flips if "cuda" in devices() else ())]
 
     def __repr__(self) -> str:
-        return f"Showing({self.notebook}: {self.call}…)"
+        return f"Showing({self.page}: {self.call}…)"
 
 
 SHOWINGS = (
     Showing("02_mutates_args", DeclarationLab, {"namespace": "nb02w"},
             [("declaration", "undeclared mutation"), ("backend", "inductor"), ("dynamic", "True"),
              ("declaration", "no fake kernel")], screenshot="declaration-lab.png", screenshot_after=2),
+    Showing("02_mutates_args", DeclarationLab, {"namespace": "nb02w"},
+            [("declaration", "undeclared mutation"), ("backend", "inductor"), ("declaration", "no fake kernel")],
+            screenshot="declaration-lab-zh-CN.png", screenshot_after=2, language="zh-CN"),
     Showing("04_names_and_caches", NamingLab, {"namespace": "nb04w"},
             [("policy", "fingerprinted"), ("order", "mutating first, then pure"), ("scheme", "distinct names"),
              ("scheme", "a name I type"), ("typed_name", "aten::add"), ("typed_name", "mine::op")],

@@ -69,8 +69,8 @@
 # | 笔记本 | 要点 | 时间 |
 # |---|---|---|
 # | **00 · 从这里开始**（本篇） | 第一个静默 bug：调用在哪一步消失，以及怎么修 | 20 min |
-# | 01 · 自定义算子与编译流水线（英文） | `custom_op`、fake kernel、`opcheck`；Dynamo → AOTAutograd → Inductor；`TORCH_TRACE` 与 `tlparse` | 35 min |
-# | 02 · `mutates_args`（英文） | 声明会改变什么，以及每种错误声明各会导致什么后果 | 35 min |
+# | 01 · 自定义算子与编译流水线 | `custom_op`、fake kernel、`opcheck`；Dynamo → AOTAutograd → Inductor；`TORCH_TRACE` 与 `tlparse` | 35 min |
+# | 02 · `mutates_args` | 声明会改变什么，以及每种错误声明各会导致什么后果 | 40 min |
 # | 03 · 别名与视图（英文） | 在视图上原地修改的算子；为什么输出不能是输入的别名；`x.add_(1); return x` | 25 min |
 # | 04 · 算子名与编译缓存（英文） | 算子名就是它的身份；过期的编译缓存，以及如何给它设缓存键 | 40 min |
 # | 05 · 死代码消除与动态形状（英文） | 谁删掉了算子，什么能让它留下，静态与动态形状 | 40 min |
@@ -96,4 +96,4 @@
 # - [The Custom Operators Manual](https://docs.google.com/document/d/1_W62p8WJOQQUzPsJYa7s701JXt0qf2OfLub2sbkHOaU)（英文）
 # - [`TORCH_LOGS` 与 `torch._logging.set_logs`](https://docs.pytorch.org/docs/stable/logging.html)（英文）
 #
-# **下一篇**：01 · 自定义算子与编译流水线（英文）。
+# **下一篇**：01 · 自定义算子与编译流水线。

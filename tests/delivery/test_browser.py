@@ -78,7 +78,7 @@ import screenshots  # noqa: E402
 from showings import SHOWINGS  # noqa: E402
 
 # notebook → where it shows a widget (tools/showings.py: how it builds it, the flips to make, its screenshot)
-FLIPS = {showing.notebook: showing for showing in SHOWINGS}
+FLIPS = {showing.page: showing for showing in SHOWINGS}
 
 FIRST_RUN = "00_start_here"
 # what the file browser must show a learner at the top, and must not (maintainers' folders)
@@ -417,7 +417,9 @@ def test_widget_in_jupyterlab_shows_what_the_core_computes(name, lab_url, browse
     try:
         open_notebook(page, lab_url, f"notebooks/{name}.ipynb")
         run(page, "notebook:clear-all-cell-outputs")
-        run(page, "notebook:run-cell", [cell_index(page, "import labkit"), cell_index(page, f"{core.namespace}")])
+        setup = ([cell_index(page, "labkit.use_language("), cell_index(page, "labkit.setup(")]  # a translation's
+                 if showing.language != "en" else [cell_index(page, "import labkit")])
+        run(page, "notebook:run-cell", [*setup, cell_index(page, core.namespace)])
         assert page.evaluate(ERRORS) == [], f"{name}: the widget's cells failed in JupyterLab"
         area = widget_area(page)
         area.wait_for()
@@ -435,7 +437,7 @@ def test_widget_in_jupyterlab_shows_what_the_core_computes(name, lab_url, browse
             assert shown == expected, f"{name} after {change}: the page shows\n{shown}\nthe core says\n{expected}"
             if op_of(core) is not None:   # the page's table against the graphs and code on the same page
                 on_page = area.locator(".widget-html-content").last.evaluate("e => e.innerHTML")
-                found = contradictions(on_page, op_of(core), state)
+                found = contradictions(on_page, op_of(core), state, showing.language)
                 assert found == [], f"{name} after {change}: the page contradicts itself: {found}"
             area.screenshot(path=str(ARTIFACTS / f"{name}-{step}.png"))
         page.screenshot(path=str(ARTIFACTS / f"{name}-page.png"))

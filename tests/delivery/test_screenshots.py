@@ -15,7 +15,8 @@ import pytest
 import screenshots
 from repo import ROOT
 
-README = (ROOT / "README.md").read_text()
+# README.md and each language's README (README.zh-CN.md): a translation's README shows its own pictures
+README = "\n".join(path.read_text() for path in [ROOT / "README.md", *sorted(ROOT.glob("README.*.md"))])
 IMAGES = re.findall(r"!\[[^\]]*\]\(([^)\s]+)\)", README)
 README_SCREENSHOTS = [pathlib.PurePosixPath(path).name for path in IMAGES if path.startswith("docs/screenshots/")]
 RETAKE = f"retake the screenshots with `{screenshots.COMMAND}` (the browser test, about 5 minutes)"

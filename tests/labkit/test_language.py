@@ -61,7 +61,8 @@ def option_texts() -> set[str]:
              *experiments.DCE_DECLARATIONS, *experiments.OP_KINDS, *naming.SCHEMES, *naming.ORDERS, *naming.DECLARED,
              views.COMPILING, views.COMPUTED_NOW, *views.INTERRUPTED, labkit.exercises.EDIT, labkit.exercises.ANSWER,
              *views.FACT_WORDS, *render.WORDS, *render.ORDINALS, render.RUNS_NOTE, render.FULL_MESSAGE,
-             *render.AUDIT_COLUMNS, *views.NAMING_COLUMNS, *labkit.env.REPORT_WORDS, ", ", " and ",
+             *render.AUDIT_COLUMNS, *(text for pair in labkit.exercises.REFUSALS.values() for text in pair),
+             *views.NAMING_COLUMNS, *labkit.env.REPORT_WORDS, ", ", " and ",
              *(cls.title for cls in (widgets.DeclarationLab, widgets.NamingLab, widgets.DynamicLab))}
     for node in ast.walk(ast.parse((LABKIT / "widgets.py").read_text())):   # _selection(kind, options, value, label)
         if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "_selection" and len(node.args) > 3
@@ -88,7 +89,8 @@ def test_english_is_the_default_and_says_the_text_itself():
 
 
 def test_every_catalogue_entry_translates_a_text_labkit_says_with_the_same_fields():
-    known = said_in_code() | option_texts()
+    known = said_in_code() | option_texts() | {text for path in (ROOT / "lessons").glob("[0-9][0-9]_*.py")
+                                               for text in lesson_sentences(path)[0]}
     for code in language.available()[1:]:
         entries = language.catalogue(code)
         assert entries, code
@@ -272,3 +274,84 @@ def test_a_report_said_in_chinese_is_the_english_report_underneath(chinese):
         assert views.lab_headline(report, "t_lang_r::bump")[1] == english
     finally:
         labkit.drop_namespace("t_lang_r")
+
+
+# --- a notebook's own sentences: its exercises' hints, said in the language of its translation ------------------
+
+SENTENCE_ARGUMENTS = {"answered": (1,), "check": (1, 2), "choice": (), "check_list": (2, 3), "check_number": (2, 3),
+                      "check_numbers": (2, 3), "check_each": (3,)}   # labkit.exercises' arguments that are sentences
+SENTENCE_KEYWORDS = {"where", "success", "hint"}
+
+
+def lesson_sentences(path) -> tuple[set[str], list[str]]:
+    """(the texts a lesson's exercises say, its f-strings among them): the literal sentences it passes to
+    labkit.exercises (directly, through ``a if ... else b``, or through a name assigned in the same function) and
+    the templates it passes to ``labkit.language.said``; an f-string there could not be looked up in a catalogue."""
+    tree = ast.parse(path.read_text())
+    texts, fstrings = set(), []
+    scopes = [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.Module))]
+    for scope in scopes:
+        assigned = {}
+        for node in ast.walk(scope):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                assigned.setdefault(node.targets[0].id, []).append(node.value)
+        for node in ast.walk(scope):
+            if isinstance(node, ast.Call) and ast.unparse(node.func) in ("said", "labkit.language.said") and node.args:
+                texts |= _texts(node.args[0])
+                fstrings += [ast.unparse(node.args[0])] if isinstance(node.args[0], ast.JoinedStr) else []
+            if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+                continue
+            owner = ast.unparse(node.func.value)
+            if owner != "labkit.exercises" or node.func.attr not in SENTENCE_ARGUMENTS:
+                continue
+            given = [a for i, a in enumerate(node.args) if i in SENTENCE_ARGUMENTS[node.func.attr]]
+            given += [k.value for k in node.keywords if k.arg in SENTENCE_KEYWORDS]
+            for argument in given:
+                for value in assigned.get(argument.id, []) if isinstance(argument, ast.Name) else [argument]:
+                    texts |= _texts(value) - {""}
+                    fstrings += [ast.unparse(value) for value in _leaves(value) if isinstance(value, ast.JoinedStr)]
+    return texts, list(dict.fromkeys(fstrings))
+
+
+def _leaves(node):
+    return _leaves(node.body) + _leaves(node.orelse) if isinstance(node, ast.IfExp) else [node]
+
+
+def translated_lessons() -> list:
+    """The English lessons a translation exists of (in any language)."""
+    return sorted({ROOT / "lessons" / path.name for path in (ROOT / "lessons").glob("*/[0-9][0-9]_*.py")})
+
+
+def test_a_translated_lessons_exercises_say_their_sentences_in_its_languages():
+    """What a translated notebook's exercises print is in its language: each sentence its checks pass to
+    labkit.exercises has its entry in each language's catalogue; a sentence with fields is a said() template."""
+    assert translated_lessons(), "notebook 00 at least is translated"
+    for path in translated_lessons():
+        texts, fstrings = lesson_sentences(path)
+        assert texts, f"{path.name}: no exercise sentence found: has the lesson's check moved?"
+        assert not fstrings, (f"{path.name} passes f-strings to labkit.exercises, which no catalogue can look up: "
+                              f"write labkit.language.said('... {{field}}', field=...) instead: {fstrings}")
+        for code in language.available()[1:]:
+            if (ROOT / "lessons" / code / path.name).exists():
+                missing = sorted(text for text in texts if text not in language.catalogue(code))
+                assert not missing, f"labkit/catalogues/{code}.json lacks {path.name}'s sentences: {missing}"
+
+
+def test_a_notebooks_hints_with_fields_and_an_answer_named_in_code_are_said_in_chinese(chinese, capsys):
+    from labkit.language import said
+
+    labkit.exercises.check(False, "", said("torch refuses it: {problem}", problem="mutates_args='y'"))
+    labkit.exercises.check(True, said("all {count} right.", count=4), "unused")
+    labkit.exercises.choice("slow", ["correct"], "my_predictions['over-declared']")
+    labkit.exercises.check_number("many", 3, "ok", "no", name="the answer, in words")
+    problems = labkit.exercises.fake_problems(lambda x: torch.empty(3), lambda x: x.sum(1), torch.ones(3, 5))
+    labkit.exercises.check(False, "", labkit.exercises.joined(problems))
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "✘ 还不对。torch 拒绝了它：mutates_args='y'", "the notebook's template, its field as it is"
+    assert out[1] == "✔ 4 个全对。"
+    assert out[2] == "✘ my_predictions['over-declared'] 是 'slow'：请从这些答案中选一个：'correct'。", "code is code"
+    assert out[3] == "✘ the answer, in words is 'many': answer a whole number, such as 1 or 5.", \
+        "a name in words the catalogue lacks: the whole line as the notebook wrote it"
+    assert out[4] == ("✘ 还不对。在类型为 float64 的输入上，它承诺的是 torch.float32，"
+                      "kernel 返回的是 torch.float64；在位于 meta 设备的输入上，它承诺的张量在 cpu 上，"
+                      "而输入在 meta 上。"), "labkit's findings, joined"

@@ -395,4 +395,4 @@ def test_every_widget_showing_matches_its_notebook_and_every_widget_is_shown():
     classes = {obj for _, obj in inspect.getmembers(w, inspect.isclass)
                if issubclass(obj, w.LabWidget) and obj is not w.LabWidget and obj.__module__ == w.__name__}
     assert classes == set(widget_classes()), f"widgets no notebook shows: {classes - set(widget_classes())}"
-    assert len({s.notebook for s in SHOWINGS}) == len(SHOWINGS), "one showing per notebook (the browser test's id)"
+    assert len({s.page for s in SHOWINGS}) == len(SHOWINGS), "one showing per notebook (the browser test's id)"

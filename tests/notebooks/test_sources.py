@@ -291,10 +291,11 @@ def test_the_headroom_table_is_the_room_before_an_agenda_is_refused(longer_day):
         for extra_s, refused in ((room * 60 - 5, False), (room * 60 + 5, True)):
             grown = {**lab, "notebooks": [{**nb, "execution_s": nb["execution_s"] + extra_s}
                                           if nb["stem"][:2] == number else nb for nb in lab["notebooks"]]}
-            try:  # the agendas at the English learner times, and at each language's (a translated 00's)
-                for minutes in [facts.learner_minutes(ROOT, grown)] + [
-                        facts.language_minutes(ROOT, grown, language) for language in grown.get("languages", {})]:
-                    facts.agendas(ROOT, grown, minutes)
+            try:  # the agendas taught in English at its learner times, and those of each language at its times
+                for language, minutes in [("en", facts.learner_minutes(ROOT, grown))] + [
+                        (language, facts.language_minutes(ROOT, grown, language))
+                        for language in grown.get("languages", {})]:
+                    facts.agendas(ROOT, grown, minutes, language)
                 said = False
             except facts.FactsError:
                 said = True
@@ -351,3 +352,26 @@ def test_a_check_added_to_the_registry_appears_in_every_list_after_facts(tmp_pat
     refused = _facts(root)
     assert refused.returncode == 1 and "needs its kind" in refused.stdout + refused.stderr, refused.stderr
     assert (refused.stdout + refused.stderr).count("\n") <= 2, "one sentence, not a traceback"
+
+
+def test_an_agenda_is_held_to_its_buffer_in_the_languages_it_is_taught_in_and_says_what_it_would_leave_elsewhere():
+    """An agenda names the languages it is taught in where a translation's notebooks take too long for its buffer:
+    its buffer is not checked at those times, and INSTRUCTORS.md says the buffer it would leave there; an agenda of
+    one language is checked at that language's times."""
+    import facts
+
+    lab = facts.pyproject(ROOT)["tool"]["lab"]
+    english, chinese = facts.learner_minutes(ROOT, lab), facts.language_minutes(ROOT, lab, "zh-CN")
+    short = {"length_min": 90, "notebooks": ["00", "02"], "wrap_up_min": 5, "note": "n", "languages": ["en"]}
+    only = {**lab, "workshop": {**lab["workshop"], "agendas": [short]}}
+    assert facts.agendas(ROOT, only, chinese, "zh-CN") == [""], "not taught in Chinese: nothing to hold there"
+    left = 90 - (lab["workshop"]["setup_min"] + chinese["00_start_here"] + chinese["02_mutates_args"] + 5)
+    text = "\n".join(facts.agendas(ROOT, only, english, elsewhere={"zh-CN": ("简体中文", chinese)}))
+    assert f"Not taught in 简体中文 (zh-CN): at its notebooks' learner times (00 {chinese['00_start_here']} min, " \
+           f"02 {chinese['02_mutates_args']} min) it would leave {left} min of buffer" in text, text
+    everywhere = {**lab, "workshop": {**lab["workshop"], "agendas": [{k: v for k, v in short.items()
+                                                                      if k != "languages"}]}}
+    if left < lab["workshop"]["min_buffer"] * 90:
+        with pytest.raises(facts.FactsError, match="90-minute agenda leaves"):
+            facts.agendas(ROOT, everywhere, chinese, "zh-CN")
+    assert all(facts.offered(agenda, "en") or facts.offered(agenda, "zh-CN") for agenda in lab["workshop"]["agendas"])
