@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from .describe import brief
-from .language import ENGLISH, Said, catalogue, current, said, said_together, say, translated
+from .language import ENGLISH, Said, catalogue, current, said, said_together, say
 
 UNANSWERED = ...  # the placeholder exercise cells start with
 EDIT = "edit the answer cell above (replace its ...), run it, then run this cell again"
@@ -269,8 +269,9 @@ def check_each(predictions: dict, truth: dict, allowed, hint: str) -> bool:
 
 def _look_again(keys: str, hint) -> str:
     """"look again at <keys>: <hint>", said where the hint is (labkit's frame follows the notebook's sentence)."""
-    return said("look again at {keys}: {hint}", keys=keys, hint=hint) if isinstance(hint, Said) or \
-        translated(hint) else f"look again at {keys}: {hint}"
+    if current() != ENGLISH and (isinstance(hint, Said) or hint in catalogue(current())):
+        return said("look again at {keys}: {hint}", keys=keys, hint=hint if isinstance(hint, Said) else Said(hint))
+    return f"look again at {keys}: {hint}"
 
 
 def check_number(answer: Any, truth: int, success: str, hint: str, name: str = ANSWER) -> bool:

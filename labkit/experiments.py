@@ -188,7 +188,9 @@ def _wrong_for_its_declaration(steps) -> Said | None:
 
 
 def _steps(numbers) -> Said:
-    """"Step 1" or "Step 1 and step 2", said in the view's language."""
+    """"Step 1" or "Step 1 and step 2" (the naming lab has two steps), said in the view's language."""
+    if len(numbers) == 2:
+        return said("Step {first} and step {second}", first=numbers[0], second=numbers[1])
     return said_together([said("Step {n}" if i == 0 else "step {n}", n=n) for i, n in enumerate(numbers)],
                          " and ", " and ")
 

@@ -14,7 +14,7 @@ import re
 
 import torch
 
-from .language import said_together, say, say_html
+from .language import Said, said, said_together, say, say_html
 from .ops import split_qualname
 from .stages import StageReport
 
@@ -196,10 +196,11 @@ def error_sentence(report: StageReport) -> str | None:
         return None
     stale = _STALE.search(error.message)
     if error.type_name == "StaleOpError" and stale:
-        return (f"`{stale.group(1)}` was redeclared or dropped after this function was defined (a setup cell run "
-                f"again drops it): run again the cell that declares `{stale.group(1)}`, then this one.")
+        return said("`{op}` was redeclared or dropped after this function was defined (a setup cell run again drops "
+                    "it): run again the cell that declares `{op}`, then this one.", op=stale.group(1))
     first = (error.message.strip().splitlines() or [""])[0]
-    return f"torch raised {error.type_name} ({'eager' if error is report.eager_error else 'compiled'}): {first}"
+    return said("torch raised {error} (eager): {message}" if error is report.eager_error else
+                "torch raised {error} (compiled): {message}", error=error.type_name, message=first)
 
 
 def outcome(report: StageReport) -> str:
@@ -344,7 +345,8 @@ def _error_html(sentence: str, error, same: bool = False) -> str:
 
 
 def _headline_html(tone: str, sentence: str) -> str:
-    return f'<p style="color:{COLOURS[tone]};font-weight:bold;margin:4px 0">{html.escape(say(sentence))}</p>'
+    shown = say(sentence) if isinstance(sentence, Said) else sentence   # a caller's own sentence, as it is
+    return f'<p style="color:{COLOURS[tone]};font-weight:bold;margin:4px 0">{html.escape(shown)}</p>'
 
 
 def to_html(report: StageReport, ops: list[str] | None = None, headline: tuple[str, str] | None = None) -> str:

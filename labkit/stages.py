@@ -42,6 +42,7 @@ from .compare import (
 from .describe import brief
 from .env import refuse_if_compiler_unavailable
 from .errors import TorchError, as_torch_error
+from .language import said
 from .graphs import GraphSnapshot, recording_backend, snapshot
 from .ops import split_qualname
 from .state import FunctionState, fresh_copy
@@ -185,8 +186,8 @@ def _random_caveat(backend: str, graphs: list[GraphSnapshot], verdict: Verdict) 
     if verdict.agree or backend != "inductor" or internals.inductor_falls_back_to_eager_random() \
             or not any(g.draws_random_numbers for g in graphs):
         return verdict
-    note = ("the program draws random numbers, and Inductor generates them with its own algorithm, so they "
-            "differ from eager's by design; set torch._inductor.config.fallback_random = True to compare them")
+    note = said("the program draws random numbers, and Inductor generates them with its own algorithm, so they "
+                "differ from eager's by design; set torch._inductor.config.fallback_random = True to compare them")
     return dataclasses.replace(verdict, caveats=verdict.caveats + (note,))
 
 

@@ -19,6 +19,7 @@ from typing import Any, Callable
 import torch
 
 from .compare import SCALARS, has_grad_slot, input_problems, labelled, same_value, snapshot_tensor, storage_bytes
+from .language import said
 
 _MISSING = type("Missing", (), {"__repr__": lambda self: "<not set>"})()  # a name or attribute that did not exist
 
@@ -307,7 +308,8 @@ class FunctionState:
             c = compiled_end.get(label, self.before.get(label, _MISSING))
             same = same_value(e, c)
             if same is None:
-                caveats.append(f"labkit cannot compare what {label} holds afterwards ({type(e).__name__})")
+                caveats.append(said("labkit cannot compare what {label} holds afterwards ({kind})", label=label,
+                                    kind=type(e).__name__))
             elif not same:
                 bad[label] = [(0, label in eager_end, label in compiled_end)]
         return input_problems(bad, None, what=""), caveats

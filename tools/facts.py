@@ -277,6 +277,12 @@ def agendas(root: pathlib.Path, lab: dict, minutes: dict[str, int], language: st
     agenda leaves less buffer than min_buffer, names a missing §, or has a break after none of its notebooks or of
     no whole minutes."""
     workshop, by_number = lab["workshop"], {nb["stem"][:2]: nb for nb in lab["notebooks"]}
+    known = ["en", *translations.languages(lab)]
+    for agenda in workshop["agendas"]:
+        unknown = [code for code in agenda.get("languages", []) if code not in known]
+        if unknown or agenda.get("languages") == []:
+            raise FactsError(f"pyproject's {agenda['length_min']}-minute agenda is taught in {unknown or 'no language'}"
+                             f": its languages are among {', '.join(known)} (or leave languages out: every one)")
     lines = []
     for agenda in [a for a in workshop["agendas"] if offered(a, language)]:
         length = agenda["length_min"]
@@ -323,6 +329,9 @@ def agendas(root: pathlib.Path, lab: dict, minutes: dict[str, int], language: st
                 left = length - _used_minutes(agenda, workshop, [theirs[by_number[n]["stem"]]
                                                                  for n in agenda["notebooks"]], agenda["notebooks"])
                 times = ", ".join(f"{n} {theirs[by_number[n]['stem']]} min" for n in agenda["notebooks"])
+                if left >= workshop["min_buffer"] * length:
+                    raise FactsError(f"the {length}-minute agenda is not taught in {name}, yet at its notebooks' "
+                                     f"learner times it leaves {left} min of buffer: add {code!r} to its languages")
                 lines += ["", f"Not taught in {name} ({code}): at its notebooks' learner times ({times}) it would "
                               f"leave {left} min of buffer ({left / length:.0%}), under {workshop['min_buffer']:.0%}."]
     return lines + [""]

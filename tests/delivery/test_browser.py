@@ -94,8 +94,9 @@ def words(text: str) -> str:
 
 
 def expected_view(widget: lw.LabWidget) -> str:
-    """The view's text as the core renders it for the widget's state (what textContent shows)."""
-    return words(html.unescape(_TAG.sub("", widget.render(widget.result()))))
+    """The view's text as the core renders it for the widget's state (what textContent shows), in its language."""
+    with labkit.language.speaking(widget.speaking):
+        return words(html.unescape(_TAG.sub("", widget.render(widget.result()))))
 
 
 # --- the server: ./lab's own --------------------------------------------------------------------

@@ -355,3 +355,17 @@ def test_a_notebooks_hints_with_fields_and_an_answer_named_in_code_are_said_in_c
     assert out[4] == ("✘ 还不对。在类型为 float64 的输入上，它承诺的是 torch.float32，"
                       "kernel 返回的是 torch.float64；在位于 meta 设备的输入上，它承诺的张量在 cpu 上，"
                       "而输入在 meta 上。"), "labkit's findings, joined"
+
+
+def test_a_look_again_line_follows_its_hint_and_a_callers_own_headline_is_shown_as_it_is(chinese, capsys):
+    labkit.exercises.check_numbers({"a": 1}, {"a": 2}, "ok", "an earlier stage already removed it.")
+    labkit.exercises.check_numbers({"a": 1}, {"a": 2}, "ok", "a hint no catalogue has")
+    out = capsys.readouterr().out.splitlines()
+    assert out == ["✘ 还不对。再看看 'a'：更早的阶段已经把它删掉了。",
+                   "✘ Not yet. look again at 'a': a hint no catalogue has"], "never half a line in each language"
+    op = labkit.declare(labkit.OpSpec(name="t_lang_h::id", returns="fresh"))
+    try:
+        report = labkit.compile_and_compare(experiments.uses_result(op), torch.arange(3.0), backend="aot_eager")
+        assert "mine {x}" in render.to_html(report, headline=("ok", "mine {x}")), "braces and all, no KeyError"
+    finally:
+        labkit.drop_namespace("t_lang_h")
