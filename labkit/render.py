@@ -321,8 +321,10 @@ def fate_table(report: StageReport, ops: list[str], removal: str = "bad") -> str
         rows.append(f'<tr><td style="{CELL_STYLE}"><code>{html.escape(op)}</code></td>'
                     f'<td style="{NUMBER_STYLE}">{report.eager_calls.get(op, 0)}</td>'
                     f'<td style="{NUMBER_STYLE}">{report.compiled_calls.get(op, 0)}</td>{cells}</tr>')
-    head = "".join(f'<th style="{CELL_STYLE};text-align:{"right" if "runs" in h else "left"}">{html.escape(say(h))}'
-                   '</th>' for h in heads)
+    # a heading wraps at its spaces only: Chinese may break between any two characters ("Inductor 代 / 码"); on one
+    # line (nowrap), the table outgrows a widget's panel
+    head = "".join(f'<th style="{CELL_STYLE};word-break:keep-all;text-align:{"right" if "runs" in h else "left"}">'
+                   f'{html.escape(say(h))}</th>' for h in heads)
     unused = (say("not used: this backend stops before that stage") + " · "
               if NOT_USED in _all_marks(report, ops) else "")
     note = (f"<p style='color:{COLOURS['muted']};font-size:90%;margin:2px 0'>{html.escape(unused)}"
