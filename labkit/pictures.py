@@ -247,12 +247,10 @@ def write_order(report, op_name: str, writes: str = "x"):
             written = written or hits
             if i:
                 arrow(ax, (2.3 + step * (i - 1) + 2.2, y), (2.3 + step * i - 2.2, y))
-    # the picture's words stay English (no Chinese font for matplotlib on Colab or Binder): the verdict's English
     verdict = "compiled == eager" if report.verdict and report.verdict.agree else \
-        f"✘ {report.verdict.said() if report.verdict else report.verdict}"
+        f"✘ {report.verdict.said() if report.verdict else None}"   # English: matplotlib finds no Chinese font
     ax.text(0.05, -0.75, verdict, fontsize=FONT, color=PALETTE["edge"])
-    ax.set_xlim(-3.4, step * width + 0.1)
-    ax.set_ylim(-1.0, 2.6)
+    ax.set(xlim=(-3.4, step * width + 0.1), ylim=(-1.0, 2.6))
     return fig
 
 

@@ -329,11 +329,11 @@ def agendas(root: pathlib.Path, lab: dict, minutes: dict[str, int], language: st
                 left = length - _used_minutes(agenda, workshop, [theirs[by_number[n]["stem"]]
                                                                  for n in agenda["notebooks"]], agenda["notebooks"])
                 times = ", ".join(f"{n} {theirs[by_number[n]['stem']]} min" for n in agenda["notebooks"])
-                if left >= workshop["min_buffer"] * length:
-                    raise FactsError(f"the {length}-minute agenda is not taught in {name}, yet at its notebooks' "
-                                     f"learner times it leaves {left} min of buffer: add {code!r} to its languages")
+                under = left < workshop["min_buffer"] * length
                 lines += ["", f"Not taught in {name} ({code}): at its notebooks' learner times ({times}) it would "
-                              f"leave {left} min of buffer ({left / length:.0%}), under {workshop['min_buffer']:.0%}."]
+                              f"leave {left} min of buffer ({left / length:.0%})"
+                              + (f", under {workshop['min_buffer']:.0%}." if under else
+                                 f", enough: add {code!r} to its languages in pyproject.toml.")]
     return lines + [""]
 
 
