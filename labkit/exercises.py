@@ -14,7 +14,8 @@ import re
 from typing import Any
 
 from .describe import brief
-from .language import ENGLISH, Said, catalogue, current, said, said_together, say
+from .language import ENGLISH, Said, current, said, said_together, say
+from .language import translation_of as _own
 
 UNANSWERED = ...  # the placeholder exercise cells start with
 EDIT = "edit the answer cell above (replace its ...), run it, then run this cell again"
@@ -24,15 +25,6 @@ ANSWER = "the answer"
 # labkit.language.said(template, ...). A notebook's sentence the catalogue lacks is printed as the notebook wrote
 # it, and so is the frame around it: half a line in one language and half in another reads worse than one.
 CODE_NAME = re.compile(r"[A-Za-z_][\w.]*(\[.*\])?")   # what an answer is called in code: my_answer, preds['a']
-
-
-def _own(text) -> str | None:
-    """A sentence in the language labkit speaks; None where that language has no words for it."""
-    if current() == ENGLISH or text == "":
-        return str(text) if not isinstance(text, Said) else text.again()
-    if isinstance(text, Said):
-        return text.again() if text.template in catalogue(current()) or (not text.template and text.parts) else None
-    return catalogue(current()).get(text)
 
 
 # What an answer that is not the kind asked for gets: (where its name is words, where its name is code), each said.
@@ -269,7 +261,7 @@ def check_each(predictions: dict, truth: dict, allowed, hint: str) -> bool:
 
 def _look_again(keys: str, hint) -> str:
     """"look again at <keys>: <hint>", said where the hint is (labkit's frame follows the notebook's sentence)."""
-    if current() != ENGLISH and (isinstance(hint, Said) or hint in catalogue(current())):
+    if current() != ENGLISH and _own(hint) is not None:
         return said("look again at {keys}: {hint}", keys=keys, hint=hint if isinstance(hint, Said) else Said(hint))
     return f"look again at {keys}: {hint}"
 

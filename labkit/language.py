@@ -16,7 +16,8 @@ alone, from git, with ``--no-deps``; gettext reads compiled ``.mo`` files, so ei
 beside its ``.po`` source and kept in step by a check, or pip compiles it at install time with a build hook and Babel
 as a build requirement (a download and a step more on every learner's install). A JSON file is read as it is
 shipped, by the standard library on every Python the lab supports, and reads in review as a diff of sentences; the
-catalogue is small (a few dozen sentences), so none of gettext's plural or context machinery is missed.
+catalogue holds a few hundred whole sentences (a plural is its own sentence), so gettext's plural and context
+machinery is not missed.
 tests/labkit/test_language.py holds it to the code: every entry translates a text labkit says, with the same
 ``{fields}``, and every text labkit marks has its entry.
 
@@ -128,6 +129,16 @@ def said_together(parts, separator: str = ", ", last: str = " and ") -> Said:
     """Parts in one sentence, ``"a, b and c"`` in English; each part that is :class:`Said`, and the words between
     (``separator``, ``last``), said later in the language of the view."""
     return Said("", None, tuple(parts), (separator, last))
+
+
+def translation_of(text) -> str | None:
+    """``text`` (a literal sentence, or a :class:`Said`) in the language labkit speaks now, or None where that
+    language has no words for it: a caller then says the whole line as it was written, never half of it."""
+    if current() == ENGLISH or text == "":
+        return text.again() if isinstance(text, Said) else str(text)
+    if isinstance(text, Said):
+        return text.again() if text.template in catalogue(current()) or (not text.template and text.parts) else None
+    return catalogue(current()).get(text)
 
 
 def translated(english: str) -> bool:
